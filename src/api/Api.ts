@@ -1,0 +1,22 @@
+/**
+ * The svc HTTP API: shared by the server (src/http) and the typed client (HttpApiClient) that
+ * programs embedding svc and the CLI use.
+ */
+import { HttpApi, OpenApi } from "@effect/platform"
+import { ApiKeysApi } from "./ApiKeysApi.js"
+import { AuthApi } from "./AuthApi.js"
+import { BodyTooLarge, InternalError, InvalidRequest, RateLimited } from "./Errors.js"
+import { MembersApi } from "./MembersApi.js"
+import { wire } from "./Problem.js"
+
+export class Api extends HttpApi.make("svc")
+  .add(AuthApi)
+  .add(ApiKeysApi)
+  .add(MembersApi)
+  .addError(wire(InvalidRequest))
+  .addError(wire(BodyTooLarge))
+  .addError(wire(RateLimited))
+  .addError(wire(InternalError))
+  .annotate(OpenApi.Title, "svc")
+  .annotate(OpenApi.Description, "Self-hosted machine service: isolated machines and coding agents for organizations.")
+{}

@@ -1,0 +1,55 @@
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "@effect/platform"
+import { Schema } from "effect"
+import { Preset } from "../domain/Access.js"
+import { Authorization } from "./Authorization.js"
+import { NullableTimestamp, Timestamp, Uuid } from "./Dto.js"
+import { ResourceNotFound } from "./Errors.js"
+import { policy, Policy } from "./Policy.js"
+import { wire } from "./Problem.js"
+
+export const ApiKeyDto = Schema.Struct({
+  id: Uuid,
+  organization_id: Uuid,
+  created_by: Uuid,
+  name: Schema.String,
+  prefix: Schema.String,
+  last_four: Schema.String,
+  preset: Preset,
+  created_at: Timestamp,
+  expires_at: Timestamp,
+  last_used_at: NullableTimestamp,
+  revoked_at: NullableTimestamp
+})
+export type ApiKeyDto = typeof ApiKeyDto.Type
+
+export const CreateApiKeyRequest = Schema.Struct({
+  name: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(64)),
+  preset: Preset,
+  expires_in_days: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 365)), { default: () => 90 })
+})
+
+export const CreatedApiKey = Schema.Struct({ api_key: ApiKeyDto, secret: Schema.String })
+
+export const ApiKeyList = Schema.Struct({ items: Schema.Array(ApiKeyDto) })
+
+export class ApiKeysApi extends HttpApiGroup.make("apiKeys")
+  .add(
+    HttpApiEndpoint.get("list", "/v1/api-keys")
+      .addSuccess(ApiKeyList)
+      .annotate(Policy, policy("F", "header"))
+  )
+  .add(
+    HttpApiEndpoint.post("create", "/v1/api-keys")
+      .setPayload(CreateApiKeyRequest)
+      .addSuccess(CreatedApiKey, { status: 201 })
+      .annotate(Policy, policy("F", "header"))
+  )
+  .add(
+    HttpApiEndpoint.del("revoke", "/v1/api-keys/:id")
+      .setPath(Schema.Struct({ id: Uuid }))
+      .addSuccess(HttpApiSchema.NoContent)
+      .addError(wire(ResourceNotFound))
+      .annotate(Policy, policy("F", "header"))
+  )
+  .middleware(Authorization)
+{}

@@ -1,0 +1,56 @@
+import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
+import { Schema } from "effect"
+import { Preset, Role } from "../domain/Access.js"
+import { Authorization } from "./Authorization.js"
+import { Timestamp, Uuid } from "./Dto.js"
+import { ResourceNotFound } from "./Errors.js"
+import { policy, Policy } from "./Policy.js"
+import { wire } from "./Problem.js"
+
+export const MemberDto = Schema.Struct({
+  user_id: Uuid,
+  email: Schema.String,
+  role: Role,
+  joined_at: Timestamp,
+  max_running_machines: Schema.NullOr(Schema.Int),
+  running_machines: Schema.Int,
+  usage_this_month: Schema.Struct({ cost_micros: Schema.Int, seconds: Schema.Int })
+})
+
+export const MemberList = Schema.Struct({ items: Schema.Array(MemberDto) })
+
+export const ActiveOrganizationDto = Schema.Struct({ active_organization_id: Schema.NullOr(Uuid) })
+
+export const MeDto = Schema.Struct({
+  user: Schema.Struct({ id: Uuid, email: Schema.String, created_at: Timestamp }),
+  organizations: Schema.Array(Schema.Struct({ id: Uuid, name: Schema.String, role: Role, joined_at: Timestamp })),
+  active_organization_id: Schema.NullOr(Uuid),
+  credential: Schema.Struct({
+    kind: Schema.Literal("api_key", "session"),
+    organization_id: Schema.NullOr(Uuid),
+    preset: Schema.NullOr(Preset)
+  })
+})
+
+export class MembersApi extends HttpApiGroup.make("members")
+  .add(
+    HttpApiEndpoint.get("list", "/v1/organizations/:organization_id/members")
+      .setPath(Schema.Struct({ organization_id: Uuid }))
+      .addSuccess(MemberList)
+      .addError(wire(ResourceNotFound))
+      .annotate(Policy, policy("R", "path"))
+  )
+  .add(
+    HttpApiEndpoint.get("me", "/v1/me")
+      .addSuccess(MeDto)
+      .annotate(Policy, policy("R"))
+  )
+  .add(
+    HttpApiEndpoint.put("setActiveOrganization", "/v1/me/active-organization")
+      .setPayload(Schema.Struct({ organization_id: Schema.NullOr(Uuid) }))
+      .addSuccess(ActiveOrganizationDto)
+      .addError(wire(ResourceNotFound))
+      .annotate(Policy, policy("S"))
+  )
+  .middleware(Authorization)
+{}

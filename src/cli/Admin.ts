@@ -1,0 +1,36 @@
+import { Command, Options } from "@effect/cli"
+import { ConfigProvider, Console, Effect, Layer, Option } from "effect"
+import { ServicesLive } from "../App.js"
+import * as AppConfig from "../config/AppConfig.js"
+import { Accounts } from "../services/Accounts.js"
+
+/**
+ * `svc admin bootstrap`: works with or without a running server (SQLite's busy timeout lets both
+ * write), and prints exactly one JSON line on stdout.
+ */
+const bootstrap = Command.make(
+  "bootstrap",
+  {
+    email: Options.text("email"),
+    org: Options.text("org").pipe(Options.optional),
+    dataDir: Options.text("data-dir").pipe(Options.optional)
+  },
+  ({ dataDir, email, org }) => {
+    const overrides = new Map<string, string>()
+    Option.map(dataDir, (dir) => overrides.set("SVC_DATA_DIR", dir))
+    const provider = ConfigProvider.fromMap(overrides).pipe(ConfigProvider.orElse(() => ConfigProvider.fromEnv()))
+    return Effect.gen(function*() {
+      const accounts = yield* Accounts
+      const result = yield* accounts.bootstrap(email, Option.getOrUndefined(org))
+      yield* Console.log(JSON.stringify(result))
+    }).pipe(
+      Effect.provide(ServicesLive.pipe(Layer.provide(AppConfig.layer))),
+      Effect.withConfigProvider(provider)
+    )
+  }
+).pipe(Command.withDescription("Create (or find) a user and their organization and mint a full_access API key"))
+
+export const admin = Command.make("admin").pipe(
+  Command.withDescription("Operator commands that act on the data directory"),
+  Command.withSubcommands([bootstrap])
+)

@@ -1,0 +1,37 @@
+/** The `svc` command. */
+import { Command } from "@effect/cli"
+import { OpenApi } from "@effect/platform"
+import { NodeContext, NodeRuntime } from "@effect/platform-node"
+import { ConfigError, Console, Effect, Logger, LogLevel } from "effect"
+import { Api } from "../api/Api.js"
+import { admin } from "./Admin.js"
+import { describeConfigError } from "./ConfigErrors.js"
+import { serve } from "./Serve.js"
+
+const openapi = Command.make("openapi", {}, () => Console.log(JSON.stringify(OpenApi.fromApi(Api), null, 2))).pipe(
+  Command.withDescription("Print the OpenAPI document of the API")
+)
+
+const svc = Command.make("svc").pipe(Command.withSubcommands([serve, admin, openapi]))
+
+const run = Command.run(svc, { name: "svc", version: "0.1.0" })
+
+const logLevel = LogLevel.fromLiteral(
+  (["All", "Trace", "Debug", "Info", "Warning", "Error", "Fatal", "None"] as const).find((level) =>
+    level.toLowerCase() === (process.env.SVC_LOG_LEVEL ?? "info").toLowerCase()
+  ) ?? "Info"
+)
+
+run(process.argv).pipe(
+  // A malformed setting stops the start with one line naming the variable.
+  Effect.catchIf(ConfigError.isConfigError, (error) =>
+    Effect.sync(() => {
+      process.stderr.write(describeConfigError(error) + "\n")
+      process.exit(1)
+    })),
+  // Logs go to stderr, so commands that print JSON keep stdout clean.
+  Effect.provide(Logger.replace(Logger.defaultLogger, Logger.withConsoleError(Logger.logfmtLogger))),
+  Logger.withMinimumLogLevel(logLevel),
+  Effect.provide(NodeContext.layer),
+  NodeRuntime.runMain({ disableErrorReporting: false })
+)

@@ -1,0 +1,171 @@
+/**
+ * Every setting of extensions.md §1, read through Effect `Config` from the environment (or from the
+ * `svc serve` flags layered over it). A malformed value fails with a ConfigError that names the
+ * variable; the CLI prints it as one line and stops.
+ */
+import { Config, ConfigError, Context, Effect, Either, Layer, Option, Redacted, Schema } from "effect"
+import * as NodePath from "node:path"
+import * as NodeOs from "node:os"
+import { fileURLToPath } from "node:url"
+
+export type Runtime = "sandbox" | "docker" | "process"
+
+export type MailSetting =
+  | { readonly kind: "outbox"; readonly dir: string }
+  | { readonly kind: "smtp"; readonly url: Redacted.Redacted<string> }
+  | { readonly kind: "off" }
+
+export type SecretKeysSetting =
+  | { readonly kind: "generated" }
+  | { readonly kind: "none" }
+  | { readonly kind: "given"; readonly keys: ReadonlyArray<Redacted.Redacted<Buffer>> }
+
+export const OidcProviderConfig = Schema.Struct({
+  name: Schema.String,
+  display_name: Schema.String,
+  issuer: Schema.String,
+  client_id: Schema.String,
+  client_secret: Schema.String,
+  default: Schema.optionalWith(Schema.Boolean, { default: () => false })
+})
+export type OidcProviderConfig = typeof OidcProviderConfig.Type
+
+export interface AppConfigShape {
+  readonly host: string
+  readonly port: number
+  readonly baseUrl: string
+  readonly uiUrl: string
+  readonly dataDir: string
+  readonly databaseFile: string
+  readonly runtime: Runtime
+  readonly operatorToken: Option.Option<Redacted.Redacted<string>>
+  readonly secretKeys: SecretKeysSetting
+  readonly mail: MailSetting
+  readonly oidcProviders: ReadonlyArray<OidcProviderConfig>
+  readonly payments: Option.Option<"stripe">
+  readonly billing: "metered" | "unlimited"
+  readonly webhookAllowPrivate: boolean
+  readonly logLevel: string
+  /** Largest request body accepted; larger answers 413 `body_too_large`. */
+  readonly maxBodyBytes: number
+}
+
+export class AppConfig extends Context.Tag("svc/AppConfig")<AppConfig, AppConfigShape>() {}
+
+/** A checkout runs TypeScript sources; the installed binary does not. */
+const runsFromCheckout = fileURLToPath(import.meta.url).endsWith(".ts")
+
+const defaultDataDir = () =>
+  runsFromCheckout
+    ? NodePath.resolve(".svc-data")
+    : NodePath.join(process.env.XDG_DATA_HOME ?? NodePath.join(NodeOs.homedir(), ".local", "share"), "svc")
+
+const mailSetting = (dataDir: string) =>
+  Config.string("SVC_MAIL").pipe(
+    Config.option,
+    Config.mapOrFail((value): Parsed<MailSetting> => {
+      if (Option.isNone(value)) return ok({ kind: "outbox", dir: NodePath.join(dataDir, "outbox") })
+      const text = value.value.trim()
+      if (text === "off") return ok({ kind: "off" })
+      if (text.startsWith("outbox:") && text.length > "outbox:".length) {
+        return ok({ kind: "outbox", dir: NodePath.resolve(text.slice("outbox:".length)) })
+      }
+      if (/^smtps?:\/\//.test(text)) {
+        try {
+          new URL(text)
+          return ok({ kind: "smtp", url: Redacted.make(text) })
+        } catch {
+          return bad("SVC_MAIL", "not a valid smtp:// URL")
+        }
+      }
+      return bad("SVC_MAIL", "expected smtp://user:pass@host:port, outbox:DIR or off")
+    })
+  )
+
+type Parsed<A> = Either.Either<A, ConfigError.ConfigError>
+const ok = <A>(value: A): Parsed<A> => Either.right(value)
+const bad = <A>(name: string, message: string): Parsed<A> => Either.left(ConfigError.InvalidData([name], message))
+
+const secretKeysSetting = Config.string("SVC_SECRET_KEYS").pipe(
+  Config.option,
+  Config.mapOrFail((value): Parsed<SecretKeysSetting> => {
+    if (Option.isNone(value)) return ok({ kind: "generated" })
+    if (value.value.trim() === "none") return ok({ kind: "none" })
+    const keys: Array<Redacted.Redacted<Buffer>> = []
+    for (const part of value.value.split(",")) {
+      const key = Buffer.from(part.trim(), "base64")
+      if (key.length !== 32) return bad("SVC_SECRET_KEYS", "each key must be base64 of exactly 32 bytes")
+      keys.push(Redacted.make(key))
+    }
+    return ok({ kind: "given", keys })
+  })
+)
+
+const oidcProviders = Config.string("SVC_OIDC_PROVIDERS").pipe(
+  Config.option,
+  Config.mapOrFail((value): Parsed<ReadonlyArray<OidcProviderConfig>> => {
+    if (Option.isNone(value)) return ok([])
+    try {
+      const decoded = Schema.decodeUnknownEither(Schema.Array(OidcProviderConfig))(JSON.parse(value.value))
+      return decoded._tag === "Right"
+        ? ok(decoded.right)
+        : bad("SVC_OIDC_PROVIDERS", "expected a JSON array of {name, display_name, issuer, client_id, client_secret}")
+    } catch {
+      return bad("SVC_OIDC_PROVIDERS", "not valid JSON")
+    }
+  })
+)
+
+const databaseFile = (dataDir: string) =>
+  Config.string("SVC_DATABASE_URL").pipe(
+    Config.option,
+    Config.mapOrFail((value): Parsed<string> => {
+      if (Option.isNone(value)) return ok(NodePath.join(dataDir, "svc.db"))
+      const url = value.value
+      if (url.startsWith("postgres://") || url.startsWith("postgresql://")) {
+        return bad("SVC_DATABASE_URL", "PostgreSQL is not supported by this build yet; leave it unset for SQLite")
+      }
+      if (url.startsWith("sqlite:")) return ok(NodePath.resolve(url.slice("sqlite:".length)))
+      if (url === ":memory:") return ok(url)
+      return bad("SVC_DATABASE_URL", "expected sqlite:PATH or a postgres:// URL")
+    })
+  )
+
+const load = Effect.gen(function*() {
+  const host = yield* Config.string("SVC_HOST").pipe(Config.withDefault("127.0.0.1"))
+  const port = yield* Config.port("SVC_PORT").pipe(Config.withDefault(8080))
+  const baseUrl = (yield* Config.url("SVC_BASE_URL").pipe(Config.option)).pipe(
+    Option.map((url) => url.toString().replace(/\/$/, "")),
+    Option.getOrElse(() => `http://${host.includes(":") ? `[${host}]` : host}:${port}`)
+  )
+  const uiUrl = (yield* Config.url("SVC_UI_URL").pipe(Config.option)).pipe(
+    Option.map((url) => url.toString().replace(/\/$/, "")),
+    Option.getOrElse(() => baseUrl)
+  )
+  const dataDir = NodePath.resolve(yield* Config.string("SVC_DATA_DIR").pipe(Config.withDefault(defaultDataDir())))
+  return AppConfig.of({
+    host,
+    port,
+    baseUrl,
+    uiUrl,
+    dataDir,
+    databaseFile: yield* databaseFile(dataDir),
+    runtime: yield* Config.literal("sandbox", "docker", "process")("SVC_RUNTIME").pipe(Config.withDefault("sandbox")),
+    operatorToken: yield* Config.redacted("SVC_OPERATOR_TOKEN").pipe(Config.option),
+    secretKeys: yield* secretKeysSetting,
+    mail: yield* mailSetting(dataDir),
+    oidcProviders: yield* oidcProviders,
+    payments: yield* Config.literal("stripe")("SVC_PAYMENTS").pipe(Config.option),
+    billing: yield* Config.literal("metered", "unlimited")("SVC_BILLING").pipe(Config.withDefault("metered")),
+    webhookAllowPrivate: yield* Config.boolean("SVC_WEBHOOK_ALLOW_PRIVATE").pipe(Config.withDefault(false)),
+    logLevel: yield* Config.literal("all", "trace", "debug", "info", "warning", "error", "fatal", "none")(
+      "SVC_LOG_LEVEL"
+    ).pipe(Config.withDefault("info")),
+    maxBodyBytes: yield* Config.integer("SVC_MAX_BODY_BYTES").pipe(
+      Config.validate({ message: "must be at least 1024", validation: (n) => n >= 1024 }),
+      Config.withDefault(24 * 1024 * 1024)
+    )
+  })
+})
+
+export const layer = Layer.effect(AppConfig, load)

@@ -1,0 +1,50 @@
+/** The cookies svc sets: session and CSRF after a sign-in, the email state during one. */
+import { HttpApp, HttpServerResponse } from "@effect/platform"
+import { Duration, Effect } from "effect"
+import { EMAIL_STATE_COOKIE } from "../services/EmailSignIn.js"
+import { CSRF_COOKIE, SESSION_COOKIE, sessionLifetimeMillis } from "../services/Sessions.js"
+
+type Response = HttpServerResponse.HttpServerResponse
+
+const secureFor = (baseUrl: string) => baseUrl.startsWith("https:")
+
+export const withSession = (baseUrl: string, token: string, csrf: string) => (response: Response) => {
+  const secure = secureFor(baseUrl)
+  const maxAge = Duration.millis(sessionLifetimeMillis)
+  return response.pipe(
+    HttpServerResponse.unsafeSetCookie(SESSION_COOKIE, token, { httpOnly: true, sameSite: "lax", path: "/", secure, maxAge }),
+    HttpServerResponse.unsafeSetCookie(CSRF_COOKIE, csrf, { httpOnly: false, sameSite: "lax", path: "/", secure, maxAge })
+  )
+}
+
+export const withoutSession = (baseUrl: string) => (response: Response) => {
+  const options = { path: "/", secure: secureFor(baseUrl), sameSite: "lax" as const }
+  return response.pipe(
+    HttpServerResponse.unsafeSetCookie(SESSION_COOKIE, "", { ...options, httpOnly: true, maxAge: 0 }),
+    HttpServerResponse.unsafeSetCookie(CSRF_COOKIE, "", { ...options, maxAge: 0 })
+  )
+}
+
+const emailStatePath = "/v1/auth/email"
+
+export const withEmailState = (baseUrl: string, state: string) =>
+  HttpServerResponse.unsafeSetCookie(EMAIL_STATE_COOKIE, state, {
+    httpOnly: true,
+    sameSite: "lax",
+    path: emailStatePath,
+    secure: secureFor(baseUrl),
+    maxAge: Duration.minutes(10)
+  })
+
+export const withoutEmailState = (baseUrl: string) =>
+  HttpServerResponse.unsafeSetCookie(EMAIL_STATE_COOKIE, "", {
+    httpOnly: true,
+    sameSite: "lax",
+    path: emailStatePath,
+    secure: secureFor(baseUrl),
+    maxAge: 0
+  })
+
+/** Applies a cookie change to whatever response the handler's typed result becomes. */
+export const onResponse = (change: (response: Response) => Response) =>
+  HttpApp.appendPreResponseHandler((_request, response) => Effect.succeed(change(response)))

@@ -1,0 +1,69 @@
+/**
+ * One mapping from every failure of a request to its problem-details response: API errors keep
+ * their status and code, request decoding errors become 422 with `field_errors`, unknown routes
+ * 404, oversized bodies 413, and anything unexpected 500 with the correlation id and nothing else.
+ */
+import { HttpApiError, HttpServerError, HttpServerResponse } from "@effect/platform"
+import { Cause, Effect, Option } from "effect"
+import { InternalError } from "../api/Errors.js"
+import { type FieldError, type ProblemBody, problemContentType, problemType, specOf, toBody } from "../api/Problem.js"
+
+export const respond = (body: ProblemBody, headers: Record<string, string> = {}) =>
+  HttpServerResponse.unsafeJson(body, { status: body.status, contentType: problemContentType, headers })
+
+const simple = (status: number, code: string, title: string, detail: string, extra: Partial<ProblemBody> = {}) =>
+  respond({ type: problemType(code), title, status, code, detail, ...extra })
+
+export const invalidRequest = (fieldErrors: ReadonlyArray<FieldError>) =>
+  simple(422, "invalid_request", "Invalid request", "The request is not valid; see field_errors", {
+    field_errors: fieldErrors
+  })
+
+export const bodyTooLarge = (maxBytes: number) =>
+  simple(413, "body_too_large", "Request body too large", `The request body is larger than ${maxBytes} bytes`)
+
+const fromDecodeError = (error: HttpApiError.HttpApiDecodeError) =>
+  invalidRequest(error.issues.map((issue) => ({
+    field: issue.path.length > 0 ? issue.path.map(String).join(".") : "body",
+    message: issue.message
+  })))
+
+/** Failures of reading the body are defects inside HttpApiBuilder; these are the client's fault. */
+const fromBodyDefect = (defect: unknown, maxBytes: number): Option.Option<HttpServerResponse.HttpServerResponse> => {
+  if (!HttpServerError.isServerError(defect) || defect._tag !== "RequestError") return Option.none()
+  const cause = defect.cause
+  if (cause instanceof Error && cause.message === "maxBytes exceeded") return Option.some(bodyTooLarge(maxBytes))
+  if (cause instanceof SyntaxError) {
+    return Option.some(invalidRequest([{ field: "body", message: "is not valid JSON" }]))
+  }
+  return Option.none()
+}
+
+export const fromCause = (cause: Cause.Cause<unknown>, correlationId: string, maxBytes: number) => {
+  const failure = Cause.failureOption(cause)
+  if (Option.isSome(failure)) {
+    const error = failure.value
+    const spec = specOf(error)
+    if (spec !== undefined) {
+      const body = toBody(error as any, spec)
+      const retryAfter = (error as { retry_after_seconds?: number }).retry_after_seconds
+      return Effect.succeed(respond(body, retryAfter !== undefined ? { "retry-after": String(retryAfter) } : {}))
+    }
+    if (error instanceof HttpApiError.HttpApiDecodeError) return Effect.succeed(fromDecodeError(error))
+    if (HttpServerError.isServerError(error) && error._tag === "RouteNotFound") {
+      return Effect.succeed(simple(404, "resource_not_found", "Resource not found", "No such route"))
+    }
+  }
+  const defect = Cause.dieOption(cause)
+  if (Option.isSome(defect)) {
+    const response = fromBodyDefect(defect.value, maxBytes)
+    if (Option.isSome(response)) return Effect.succeed(response.value)
+  }
+  // An interrupted-only cause holds no failure, so it is a Cause<never>.
+  if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause as Cause.Cause<never>)
+  const internal = new InternalError({ detail: "An internal error occurred; quote the correlation id" })
+  return Effect.logError("internal error", cause).pipe(
+    Effect.annotateLogs("correlation_id", correlationId),
+    Effect.as(respond({ ...toBody(internal, specOf(internal)!), correlation_id: correlationId }))
+  )
+}

@@ -1,0 +1,35 @@
+/**
+ * The HTTP server: the API with its handlers and middleware, the OpenAPI document at
+ * `/v1/openapi.json` and a docs page rendering it at `/docs`, on a Node HTTP server.
+ */
+import { HttpApiBuilder, HttpApiScalar, HttpServer } from "@effect/platform"
+import { NodeHttpServer } from "@effect/platform-node"
+import { Effect, Layer } from "effect"
+import { createServer } from "node:http"
+import { Api } from "../api/Api.js"
+import { AppConfig } from "../config/AppConfig.js"
+import { ApiKeysHandlers } from "./ApiKeysHandlers.js"
+import { AuthHandlers } from "./AuthHandlers.js"
+import { AuthorizationLive } from "./AuthorizationLive.js"
+import { MembersHandlers } from "./MembersHandlers.js"
+import { edge, ProblemsLive } from "./RequestEdge.js"
+
+export const ApiLive = HttpApiBuilder.api(Api).pipe(
+  Layer.provide([AuthHandlers, ApiKeysHandlers, MembersHandlers]),
+  Layer.provide(AuthorizationLive)
+)
+
+/** The routes and their middleware, ready to serve on any HttpServer. */
+export const RoutesLive = Layer.unwrapEffect(Effect.map(AppConfig, (config) =>
+  HttpApiBuilder.serve(edge(config.maxBodyBytes)).pipe(
+    Layer.provide(HttpApiScalar.layer({ path: "/docs" })),
+    Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/v1/openapi.json" })),
+    Layer.provide(ProblemsLive),
+    Layer.provide(ApiLive)
+  )))
+
+/** A Node HTTP server listening where the configuration says. */
+export const NodeServerLive = Layer.unwrapEffect(Effect.map(AppConfig, (config) =>
+  NodeHttpServer.layer(createServer, { host: config.host, port: config.port })))
+
+export const HttpLive = RoutesLive.pipe(HttpServer.withLogAddress, Layer.provide(NodeServerLive))

@@ -1,0 +1,48 @@
+import { SqlClient } from "@effect/sql"
+import { Context, Effect, Layer, Option } from "effect"
+import type { Preset } from "../domain/Access.js"
+
+export interface ApiKeyRow {
+  readonly id: string
+  readonly key_id: string
+  readonly secret_hash: string
+  readonly organization_id: string
+  readonly created_by: string
+  readonly name: string
+  readonly preset: Preset
+  readonly last_four: string
+  readonly created_at: number
+  readonly expires_at: number
+  readonly last_used_at: number | null
+  readonly revoked_at: number | null
+}
+
+const make = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  return {
+    insert: (row: ApiKeyRow) => Effect.orDie(sql`INSERT INTO api_keys ${sql.insert(row as any)}`),
+    findByKeyId: (keyId: string) =>
+      sql<ApiKeyRow>`SELECT * FROM api_keys WHERE key_id = ${keyId}`.pipe(
+        Effect.map((rows) => Option.fromNullable(rows[0])),
+        Effect.orDie
+      ),
+    findById: (organizationId: string, id: string) =>
+      sql<ApiKeyRow>`SELECT * FROM api_keys WHERE id = ${id} AND organization_id = ${organizationId}`.pipe(
+        Effect.map((rows) => Option.fromNullable(rows[0])),
+        Effect.orDie
+      ),
+    listByOrganization: (organizationId: string) =>
+      sql<ApiKeyRow>`SELECT * FROM api_keys WHERE organization_id = ${organizationId}
+        ORDER BY created_at DESC, id`.pipe(Effect.orDie),
+    revoke: (id: string, now: number) =>
+      Effect.orDie(sql`UPDATE api_keys SET revoked_at = ${now} WHERE id = ${id} AND revoked_at IS NULL`),
+    touch: (id: string, now: number) => Effect.orDie(sql`UPDATE api_keys SET last_used_at = ${now} WHERE id = ${id}`)
+  }
+})
+
+export class ApiKeysRepo extends Context.Tag("svc/persistence/ApiKeysRepo")<
+  ApiKeysRepo,
+  Effect.Effect.Success<typeof make>
+>() {
+  static readonly layer = Layer.effect(ApiKeysRepo, make)
+}

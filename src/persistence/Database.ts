@@ -1,0 +1,37 @@
+/**
+ * The one SqlClient of the process: SQLite through better-sqlite3 (WAL, foreign keys, a busy timeout
+ * so that `svc admin bootstrap` can write while the server runs, and FULL durability), with the
+ * migrations of `schema/migrations` applied before anything else uses it.
+ */
+import { SqlClient } from "@effect/sql"
+import * as Migrator from "@effect/sql/Migrator"
+import { SqliteClient } from "@effect/sql-sqlite-node"
+import { Effect, Layer } from "effect"
+import * as NodeFs from "node:fs"
+import * as NodePath from "node:path"
+import { AppConfig } from "../config/AppConfig.js"
+import { loader } from "./Migrations.js"
+
+const migrate = Migrator.make({})({ loader })
+
+const pragmas = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql.unsafe("PRAGMA foreign_keys = ON")
+  yield* sql.unsafe("PRAGMA busy_timeout = 5000")
+  yield* sql.unsafe("PRAGMA synchronous = FULL")
+})
+
+/** A migrated database in `filename` (`:memory:` for tests). */
+export const layerFile = (filename: string) =>
+  Layer.effectDiscard(Effect.zipRight(pragmas, migrate)).pipe(
+    Layer.provideMerge(
+      Layer.unwrapEffect(Effect.sync(() => {
+        if (filename !== ":memory:") NodeFs.mkdirSync(NodePath.dirname(filename), { recursive: true, mode: 0o700 })
+        return SqliteClient.layer({ filename })
+      }))
+    ),
+    Layer.orDie
+  )
+
+/** The database named by the configuration. */
+export const layer = Layer.unwrapEffect(Effect.map(AppConfig, (config) => layerFile(config.databaseFile)))

@@ -1,0 +1,67 @@
+import { SqlClient } from "@effect/sql"
+import { Context, Effect, Layer, Option } from "effect"
+import type { Role } from "../domain/Access.js"
+
+export interface OrganizationRow {
+  readonly id: string
+  readonly name: string
+  readonly created_at: number
+}
+
+export interface MembershipRow {
+  readonly organization_id: string
+  readonly user_id: string
+  readonly role: Role
+  readonly max_running_machines: number | null
+  readonly joined_at: number
+}
+
+export interface MemberWithEmail extends MembershipRow {
+  readonly email: string
+}
+
+export interface OrganizationOfUser extends MembershipRow {
+  readonly name: string
+}
+
+const make = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  return {
+    findById: (id: string) =>
+      sql<OrganizationRow>`SELECT * FROM organizations WHERE id = ${id}`.pipe(
+        Effect.map((rows) => Option.fromNullable(rows[0])),
+        Effect.orDie
+      ),
+    /** A new organization with `ownerId` as its owner, in one transaction. */
+    createWithOwner: (name: string, ownerId: string, now: number) =>
+      Effect.gen(function*() {
+        const id = crypto.randomUUID()
+        yield* sql`INSERT INTO organizations (id, name, created_at) VALUES (${id}, ${name}, ${now})`
+        yield* sql`INSERT INTO memberships (organization_id, user_id, role, joined_at)
+          VALUES (${id}, ${ownerId}, 'owner', ${now})`
+        return { id, name, created_at: now } satisfies OrganizationRow
+      }).pipe(sql.withTransaction, Effect.orDie),
+    membership: (organizationId: string, userId: string) =>
+      sql<MembershipRow>`SELECT * FROM memberships WHERE organization_id = ${organizationId} AND user_id = ${userId}`
+        .pipe(Effect.map((rows) => Option.fromNullable(rows[0])), Effect.orDie),
+    members: (organizationId: string) =>
+      sql<MemberWithEmail>`SELECT m.*, u.email FROM memberships m JOIN users u ON u.id = m.user_id
+        WHERE m.organization_id = ${organizationId} ORDER BY m.joined_at, u.email`.pipe(Effect.orDie),
+    organizationsOf: (userId: string) =>
+      sql<OrganizationOfUser>`SELECT m.*, o.name FROM memberships m JOIN organizations o ON o.id = m.organization_id
+        WHERE m.user_id = ${userId} ORDER BY m.joined_at, o.name`.pipe(Effect.orDie),
+    ownedBy: (userId: string) =>
+      sql<OrganizationRow>`SELECT o.* FROM organizations o JOIN memberships m ON m.organization_id = o.id
+        WHERE m.user_id = ${userId} AND m.role = 'owner' ORDER BY o.created_at LIMIT 1`.pipe(
+        Effect.map((rows) => Option.fromNullable(rows[0])),
+        Effect.orDie
+      )
+  }
+})
+
+export class OrganizationsRepo extends Context.Tag("svc/persistence/OrganizationsRepo")<
+  OrganizationsRepo,
+  Effect.Effect.Success<typeof make>
+>() {
+  static readonly layer = Layer.effect(OrganizationsRepo, make)
+}

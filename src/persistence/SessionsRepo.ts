@@ -1,0 +1,37 @@
+import { SqlClient } from "@effect/sql"
+import { Context, Effect, Layer, Option } from "effect"
+
+export interface SessionRow {
+  readonly id: string
+  readonly token_hash: string
+  readonly csrf_hash: string
+  readonly user_id: string
+  readonly active_organization_id: string | null
+  readonly authenticated_at: number
+  readonly created_at: number
+  readonly expires_at: number
+  readonly revoked_at: number | null
+}
+
+const make = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  return {
+    insert: (row: SessionRow) => Effect.orDie(sql`INSERT INTO sessions ${sql.insert(row as any)}`),
+    findByTokenHash: (tokenHash: string) =>
+      sql<SessionRow>`SELECT * FROM sessions WHERE token_hash = ${tokenHash}`.pipe(
+        Effect.map((rows) => Option.fromNullable(rows[0])),
+        Effect.orDie
+      ),
+    revoke: (id: string, now: number) =>
+      Effect.orDie(sql`UPDATE sessions SET revoked_at = ${now} WHERE id = ${id} AND revoked_at IS NULL`),
+    setActiveOrganization: (id: string, organizationId: string | null) =>
+      Effect.orDie(sql`UPDATE sessions SET active_organization_id = ${organizationId} WHERE id = ${id}`)
+  }
+})
+
+export class SessionsRepo extends Context.Tag("svc/persistence/SessionsRepo")<
+  SessionsRepo,
+  Effect.Effect.Success<typeof make>
+>() {
+  static readonly layer = Layer.effect(SessionsRepo, make)
+}

@@ -1,0 +1,38 @@
+import { SqlClient } from "@effect/sql"
+import { Context, Effect, Layer, Option } from "effect"
+
+export interface UserRow {
+  readonly id: string
+  readonly email: string
+  readonly created_at: number
+  readonly last_sign_in_at: number | null
+}
+
+const make = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const findByEmail = (email: string) =>
+    sql<UserRow>`SELECT * FROM users WHERE email = ${email}`.pipe(Effect.map((rows) => Option.fromNullable(rows[0])))
+  return {
+    findById: (id: string) =>
+      sql<UserRow>`SELECT * FROM users WHERE id = ${id}`.pipe(
+        Effect.map((rows) => Option.fromNullable(rows[0])),
+        Effect.orDie
+      ),
+    findByEmail: (email: string) => Effect.orDie(findByEmail(email)),
+    /** The user with this address, created if new; `created` says which. */
+    ensure: (email: string, now: number) =>
+      Effect.gen(function*() {
+        const id = crypto.randomUUID()
+        yield* sql`INSERT INTO users (id, email, created_at) VALUES (${id}, ${email}, ${now})
+          ON CONFLICT (email) DO NOTHING`
+        const user = Option.getOrThrow(yield* findByEmail(email))
+        return { user, created: user.id === id }
+      }).pipe(Effect.orDie),
+    touchSignIn: (id: string, now: number) =>
+      Effect.orDie(sql`UPDATE users SET last_sign_in_at = ${now} WHERE id = ${id}`)
+  }
+})
+
+export class UsersRepo extends Context.Tag("svc/persistence/UsersRepo")<UsersRepo, Effect.Effect.Success<typeof make>>() {
+  static readonly layer = Layer.effect(UsersRepo, make)
+}

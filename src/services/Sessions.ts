@@ -1,0 +1,60 @@
+/**
+ * Browser sessions: an opaque token in the `svc_session` cookie and a CSRF token in `svc_csrf`
+ * (double submit: the `x-csrf-token` header must repeat the cookie, and its hash is stored with
+ * the session, so a token from another session never passes).
+ */
+import { Clock, Context, Effect, Layer, Option } from "effect"
+import { SessionsRepo, type SessionRow } from "../persistence/SessionsRepo.js"
+import { randomToken, safeEqual, sha256 } from "./Secrets.js"
+
+export const SESSION_COOKIE = "svc_session"
+export const CSRF_COOKIE = "svc_csrf"
+export const CSRF_HEADER = "x-csrf-token"
+export const sessionLifetimeMillis = 30 * 24 * 3600_000
+
+export interface NewSession {
+  readonly row: SessionRow
+  readonly token: string
+  readonly csrf: string
+}
+
+const make = Effect.gen(function*() {
+  const repo = yield* SessionsRepo
+  return {
+    create: (userId: string, activeOrganizationId: string | null) =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        const token = randomToken()
+        const csrf = randomToken()
+        const row: SessionRow = {
+          id: crypto.randomUUID(),
+          token_hash: sha256(token),
+          csrf_hash: sha256(csrf),
+          user_id: userId,
+          active_organization_id: activeOrganizationId,
+          authenticated_at: now,
+          created_at: now,
+          expires_at: now + sessionLifetimeMillis,
+          revoked_at: null
+        }
+        yield* repo.insert(row)
+        return { row, token, csrf } satisfies NewSession
+      }),
+    /** The live session holding this token, if any. */
+    find: (token: string) =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        const row = yield* repo.findByTokenHash(sha256(token))
+        return Option.filter(row, (session) => session.revoked_at === null && session.expires_at > now)
+      }),
+    csrfValid: (session: SessionRow, header: string | undefined, cookie: string | undefined) =>
+      header !== undefined && cookie !== undefined && safeEqual(header, cookie) &&
+      safeEqual(sha256(header), session.csrf_hash),
+    revoke: (id: string) => Effect.flatMap(Clock.currentTimeMillis, (now) => repo.revoke(id, now)),
+    setActiveOrganization: repo.setActiveOrganization
+  }
+})
+
+export class Sessions extends Context.Tag("svc/services/Sessions")<Sessions, Effect.Effect.Success<typeof make>>() {
+  static readonly layer = Layer.effect(Sessions, make)
+}

@@ -1,0 +1,87 @@
+/**
+ * The real service on a loopback port, in this process: a real SQLite file in a temp data dir, the
+ * outbox mail transport, and the same routes and services as `svc serve`. Built inside the test's
+ * scope, so its Clock is the test's TestClock.
+ */
+import { HttpServer } from "@effect/platform"
+import { NodeHttpServer } from "@effect/platform-node"
+import { Context, Effect, Layer, Option } from "effect"
+import * as NodeFs from "node:fs"
+import { createServer } from "node:http"
+import * as NodeNet from "node:net"
+import * as NodeOs from "node:os"
+import * as NodePath from "node:path"
+import { ServicesLive } from "../../src/App.js"
+import { RoutesLive } from "../../src/http/Server.js"
+import { AppConfig, type AppConfigShape } from "../../src/config/AppConfig.js"
+import { readOutbox } from "../../src/mail/Outbox.js"
+import { Accounts } from "../../src/services/Accounts.js"
+
+export const tempDir = Effect.acquireRelease(
+  Effect.sync(() => NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "svc-test-"))),
+  (dir) => Effect.sync(() => NodeFs.rmSync(dir, { recursive: true, force: true }))
+)
+
+export const freePort = Effect.async<number>((resume) => {
+  const server = NodeNet.createServer()
+  server.listen(0, "127.0.0.1", () => {
+    const port = (server.address() as NodeNet.AddressInfo).port
+    server.close(() => resume(Effect.succeed(port)))
+  })
+})
+
+export const testConfig = (dataDir: string, port: number, overrides: Partial<AppConfigShape> = {}): AppConfigShape => ({
+  host: "127.0.0.1",
+  port,
+  baseUrl: `http://127.0.0.1:${port}`,
+  uiUrl: `http://127.0.0.1:${port}`,
+  dataDir,
+  databaseFile: NodePath.join(dataDir, "svc.db"),
+  runtime: "process",
+  operatorToken: Option.none(),
+  secretKeys: { kind: "none" },
+  mail: { kind: "outbox", dir: NodePath.join(dataDir, "outbox") },
+  oidcProviders: [],
+  payments: Option.none(),
+  billing: "unlimited",
+  webhookAllowPrivate: true,
+  logLevel: "none",
+  maxBodyBytes: 64 * 1024,
+  ...overrides
+})
+
+export interface TestServer {
+  readonly url: string
+  readonly config: AppConfigShape
+  readonly context: Context.Context<Accounts>
+  /** The messages in the outbox, oldest first. */
+  readonly outbox: Effect.Effect<ReadonlyArray<{ readonly to: string; readonly text: string }>>
+  /** A user, an organization they own and a full_access key, as `svc admin bootstrap` makes them. */
+  readonly bootstrap: (
+    email: string
+  ) => Effect.Effect<{ readonly user_id: string; readonly organization_id: string; readonly api_key: string }>
+}
+
+export const startServer = (overrides: Partial<AppConfigShape> = {}) =>
+  Effect.gen(function*() {
+    const dir = yield* tempDir
+    const port = yield* freePort
+    const config = testConfig(dir, port, overrides)
+    const configLayer = Layer.succeed(AppConfig, config)
+    const layer = RoutesLive.pipe(
+      Layer.provideMerge(ServicesLive),
+      Layer.provideMerge(configLayer),
+      Layer.provideMerge(NodeHttpServer.layer(createServer, { host: "127.0.0.1", port }))
+    )
+    const context = yield* Layer.build(layer)
+    const address = Context.get(context, HttpServer.HttpServer).address as HttpServer.TcpAddress
+    const accounts = Context.get(context, Accounts)
+    const result: TestServer = {
+      url: `http://127.0.0.1:${address.port}`,
+      config,
+      context: Context.make(Accounts, accounts),
+      outbox: config.mail.kind === "outbox" ? readOutbox(config.mail.dir) : Effect.succeed([]),
+      bootstrap: (email) => accounts.bootstrap(email)
+    }
+    return result
+  })
