@@ -2,9 +2,9 @@ import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "@effect/platform"
 import { Schema } from "effect"
 import { Preset } from "../domain/Access.js"
 import { Authorization } from "./Authorization.js"
-import { NullableTimestamp, Timestamp, Uuid } from "./Dto.js"
+import { NullableTimestamp, RequestBody, Timestamp, Uuid } from "./Dto.js"
 import { ResourceNotFound } from "./Errors.js"
-import { policy, Policy } from "./Policy.js"
+import { Policy, policy } from "./Policy.js"
 import { wire } from "./Problem.js"
 
 export const ApiKeyDto = Schema.Struct({
@@ -22,7 +22,7 @@ export const ApiKeyDto = Schema.Struct({
 })
 export type ApiKeyDto = typeof ApiKeyDto.Type
 
-export const CreateApiKeyRequest = Schema.Struct({
+export const CreateApiKeyRequest = RequestBody({
   name: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(64)),
   preset: Preset,
   expires_in_days: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 365)), { default: () => 90 })

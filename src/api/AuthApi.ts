@@ -1,8 +1,9 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "@effect/platform"
 import { Schema } from "effect"
 import { Authorization } from "./Authorization.js"
+import { RequestBody } from "./Dto.js"
 import { EmailUnavailable, InvalidCode, RateLimited, UnsupportedProvider } from "./Errors.js"
-import { policy, Policy } from "./Policy.js"
+import { Policy, policy } from "./Policy.js"
 import { wire } from "./Problem.js"
 
 export const SignInProvidersDto = Schema.Struct({
@@ -23,14 +24,14 @@ export const EmailAddress = Schema.String.pipe(
   Schema.pattern(/^[^\s@]+@[^\s@]+\.[^\s@]+$/, { message: () => "must be an email address" })
 )
 
-export const EmailStartRequest = Schema.Struct({
+export const EmailStartRequest = RequestBody({
   email: EmailAddress,
   return_to: Schema.optional(Schema.NullOr(Schema.String))
 })
 
 export const EmailStarted = Schema.Struct({ message: Schema.String })
 
-export const EmailVerifyRequest = Schema.Struct({
+export const EmailVerifyRequest = RequestBody({
   email: EmailAddress,
   code: Schema.String.pipe(Schema.pattern(/^\d{6}$/, { message: () => "must be the 6-digit code" }))
 })

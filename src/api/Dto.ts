@@ -7,3 +7,10 @@ export const Uuid = Schema.UUID
 
 export const iso = (millis: number) => new Date(millis).toISOString()
 export const isoOrNull = (millis: number | null) => (millis === null ? null : iso(millis))
+
+/**
+ * A request body: every invalid field is reported (a 422 lists all of them in `field_errors`, not
+ * only the first one found); unknown fields are ignored so clients may send more than we read.
+ */
+export const RequestBody = <Fields extends Schema.Struct.Fields>(fields: Fields) =>
+  Schema.Struct(fields).annotations({ parseOptions: { errors: "all", onExcessProperty: "ignore" } })

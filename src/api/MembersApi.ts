@@ -2,9 +2,9 @@ import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
 import { Preset, Role } from "../domain/Access.js"
 import { Authorization } from "./Authorization.js"
-import { Timestamp, Uuid } from "./Dto.js"
+import { RequestBody, Timestamp, Uuid } from "./Dto.js"
 import { ResourceNotFound } from "./Errors.js"
-import { policy, Policy } from "./Policy.js"
+import { Policy, policy } from "./Policy.js"
 import { wire } from "./Problem.js"
 
 export const MemberDto = Schema.Struct({
@@ -47,7 +47,7 @@ export class MembersApi extends HttpApiGroup.make("members")
   )
   .add(
     HttpApiEndpoint.put("setActiveOrganization", "/v1/me/active-organization")
-      .setPayload(Schema.Struct({ organization_id: Schema.NullOr(Uuid) }))
+      .setPayload(RequestBody({ organization_id: Schema.NullOr(Uuid) }))
       .addSuccess(ActiveOrganizationDto)
       .addError(wire(ResourceNotFound))
       .annotate(Policy, policy("S"))

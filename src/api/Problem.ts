@@ -53,11 +53,19 @@ export interface ProblemError {
   readonly field_errors?: ReadonlyArray<FieldError> | undefined
 }
 
+interface AnnotatedAst {
+  readonly annotations?: Record<symbol, unknown>
+  readonly to?: AnnotatedAst
+}
+
+/** A class schema's AST is a transformation; its own annotations sit on the declaration it decodes to. */
+const specOfAst = (ast: AnnotatedAst | undefined): ProblemSpec | undefined =>
+  (ast?.annotations?.[ProblemSpecId] ?? ast?.to?.annotations?.[ProblemSpecId]) as ProblemSpec | undefined
+
 /** The status and title of a problem error instance, if it is one. */
 export const specOf = (error: unknown): ProblemSpec | undefined => {
   if (typeof error !== "object" || error === null) return undefined
-  const ctor = (error as { constructor?: { ast?: { annotations?: Record<symbol, unknown> } } }).constructor
-  return ctor?.ast?.annotations?.[ProblemSpecId] as ProblemSpec | undefined
+  return specOfAst((error as { constructor?: { ast?: AnnotatedAst } }).constructor?.ast)
 }
 
 export const toBody = (error: ProblemError, spec: ProblemSpec): ProblemBody => ({
@@ -79,7 +87,8 @@ type ProblemClass<E extends ProblemError> = Schema.Schema<E, any> & {
  * so a union of wire schemas picks the right class on the client.
  */
 export const wire = <E extends ProblemError>(cls: ProblemClass<E>) => {
-  const spec = cls.ast.annotations[ProblemSpecId] as ProblemSpec
+  const spec = specOfAst(cls.ast as AnnotatedAst)
+  if (spec === undefined) throw new Error("wire: the class has no problem(status, title) annotations")
   return Schema.transform(ProblemBody, cls as Schema.Schema<E, any>, {
     strict: false,
     decode: (body) => ({

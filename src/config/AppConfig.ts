@@ -4,8 +4,8 @@
  * variable; the CLI prints it as one line and stops.
  */
 import { Config, ConfigError, Context, Effect, Either, Layer, Option, Redacted, Schema } from "effect"
-import * as NodePath from "node:path"
 import * as NodeOs from "node:os"
+import * as NodePath from "node:path"
 import { fileURLToPath } from "node:url"
 
 export type Runtime = "sandbox" | "docker" | "process"
@@ -41,6 +41,8 @@ export interface AppConfigShape {
   readonly operatorToken: Option.Option<Redacted.Redacted<string>>
   readonly secretKeys: SecretKeysSetting
   readonly mail: MailSetting
+  /** `SVC_MAIL_FROM`; unset means `svc@<host of the base URL>`. */
+  readonly mailFrom: string | undefined
   readonly oidcProviders: ReadonlyArray<OidcProviderConfig>
   readonly payments: Option.Option<"stripe">
   readonly billing: "metered" | "unlimited"
@@ -154,6 +156,7 @@ const load = Effect.gen(function*() {
     operatorToken: yield* Config.redacted("SVC_OPERATOR_TOKEN").pipe(Config.option),
     secretKeys: yield* secretKeysSetting,
     mail: yield* mailSetting(dataDir),
+    mailFrom: Option.getOrUndefined(yield* Config.string("SVC_MAIL_FROM").pipe(Config.option)),
     oidcProviders: yield* oidcProviders,
     payments: yield* Config.literal("stripe")("SVC_PAYMENTS").pipe(Config.option),
     billing: yield* Config.literal("metered", "unlimited")("SVC_BILLING").pipe(Config.withDefault("metered")),

@@ -27,7 +27,9 @@ export const ApiKeysHandlers = HttpApiBuilder.group(Api, "apiKeys", (handlers) =
           const user = yield* currentUser
           const credential = yield* currentCredential
           if (credential.kind === "api_key" && !presetAtMost(payload.preset, credential.preset)) {
-            return yield* new InsufficientScope({ detail: "A key may only create keys whose preset is not above its own" })
+            return yield* new InsufficientScope({
+              detail: "A key may only create keys whose preset is not above its own"
+            })
           }
           const { row, secret } = yield* apiKeys.mint({
             organizationId: organization.id,

@@ -16,7 +16,8 @@ export const AuthHandlers = HttpApiBuilder.group(Api, "auth", (handlers) =>
     const sessions = yield* Sessions
 
     const startSession = (userId: string, organizationId: string) =>
-      Effect.map(sessions.create(userId, organizationId), (session) => withSession(config.baseUrl, session.token, session.csrf))
+      Effect.map(sessions.create(userId, organizationId), (session) =>
+        withSession(config.baseUrl, session.token, session.csrf))
 
     return handlers
       .handle("providers", () =>
@@ -35,7 +36,8 @@ export const AuthHandlers = HttpApiBuilder.group(Api, "auth", (handlers) =>
         }))
       .handle("emailStart", ({ payload, request }) =>
         Effect.gen(function*() {
-          const client = Option.getOrElse(request.remoteAddress, () => "unknown")
+          const client = Option.getOrElse(request.remoteAddress, () =>
+            "unknown")
           const { state } = yield* emailSignIn.start(payload.email, payload.return_to, client)
           yield* onResponse(withEmailState(config.baseUrl, state))
           return { message: "If this address can receive email, a sign-in code and link are on their way." }

@@ -89,7 +89,9 @@ export const AuthorizationLive = Layer.effect(
         const token = request.cookies[SESSION_COOKIE]
         if (token === undefined) return yield* new Unauthenticated({ detail: "Sign in or send an API key" })
         const session = yield* sessions.find(token)
-        if (Option.isNone(session)) return yield* new Unauthenticated({ detail: "The session has ended; sign in again" })
+        if (Option.isNone(session)) {
+          return yield* new Unauthenticated({ detail: "The session has ended; sign in again" })
+        }
         if (
           isMutatingMethod(request.method) &&
           !sessions.csrfValid(session.value, request.headers[CSRF_HEADER], request.cookies[CSRF_COOKIE])

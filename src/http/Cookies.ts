@@ -12,8 +12,20 @@ export const withSession = (baseUrl: string, token: string, csrf: string) => (re
   const secure = secureFor(baseUrl)
   const maxAge = Duration.millis(sessionLifetimeMillis)
   return response.pipe(
-    HttpServerResponse.unsafeSetCookie(SESSION_COOKIE, token, { httpOnly: true, sameSite: "lax", path: "/", secure, maxAge }),
-    HttpServerResponse.unsafeSetCookie(CSRF_COOKIE, csrf, { httpOnly: false, sameSite: "lax", path: "/", secure, maxAge })
+    HttpServerResponse.unsafeSetCookie(SESSION_COOKIE, token, {
+      httpOnly: true,
+      sameSite: "lax",
+      path: "/",
+      secure,
+      maxAge
+    }),
+    HttpServerResponse.unsafeSetCookie(CSRF_COOKIE, csrf, {
+      httpOnly: false,
+      sameSite: "lax",
+      path: "/",
+      secure,
+      maxAge
+    })
   )
 }
 

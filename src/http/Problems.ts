@@ -11,8 +11,14 @@ import { type FieldError, type ProblemBody, problemContentType, problemType, spe
 export const respond = (body: ProblemBody, headers: Record<string, string> = {}) =>
   HttpServerResponse.unsafeJson(body, { status: body.status, contentType: problemContentType, headers })
 
-const simple = (status: number, code: string, title: string, detail: string, extra: Partial<ProblemBody> = {}) =>
-  respond({ type: problemType(code), title, status, code, detail, ...extra })
+const simple = (
+  status: number,
+  code: string,
+  title: string,
+  detail: string,
+  extra: Partial<ProblemBody> = {},
+  headers: Record<string, string> = {}
+) => respond({ type: problemType(code), title, status, code, detail, ...extra }, headers)
 
 export const invalidRequest = (fieldErrors: ReadonlyArray<FieldError>) =>
   simple(422, "invalid_request", "Invalid request", "The request is not valid; see field_errors", {
@@ -20,13 +26,39 @@ export const invalidRequest = (fieldErrors: ReadonlyArray<FieldError>) =>
   })
 
 export const bodyTooLarge = (maxBytes: number) =>
-  simple(413, "body_too_large", "Request body too large", `The request body is larger than ${maxBytes} bytes`)
+  // The unread rest of the body must not be taken for a next request on this connection.
+  simple(413, "body_too_large", "Request body too large", `The request body is larger than ${maxBytes} bytes`, {}, {
+    connection: "close"
+  })
 
-const fromDecodeError = (error: HttpApiError.HttpApiDecodeError) =>
-  invalidRequest(error.issues.map((issue) => ({
-    field: issue.path.length > 0 ? issue.path.map(String).join(".") : "body",
-    message: issue.message
-  })))
+/**
+ * One entry per field. A union (such as a list of allowed literals) reports one issue per member;
+ * those become a single "Expected a or b, actual c" message.
+ */
+export const fieldErrorsOf = (
+  issues: ReadonlyArray<{ readonly path: ReadonlyArray<PropertyKey>; readonly message: string }>
+) => {
+  const byField = new Map<string, Array<string>>()
+  for (const issue of issues) {
+    const field = issue.path.length > 0 ? issue.path.map(String).join(".") : "body"
+    const messages = byField.get(field) ?? []
+    if (!messages.includes(issue.message)) messages.push(issue.message)
+    byField.set(field, messages)
+  }
+  return Array.from(byField, ([field, messages]): FieldError => ({ field, message: mergeExpectations(messages) }))
+}
+
+const expectation = /^Expected (.+), actual (.+)$/s
+
+const mergeExpectations = (messages: ReadonlyArray<string>) => {
+  const parsed = messages.map((message) => expectation.exec(message))
+  if (messages.length < 2 || parsed.some((match) => match === null || match[2] !== parsed[0]![2])) {
+    return messages.join("; ")
+  }
+  return `Expected ${parsed.map((match) => match![1]).join(" or ")}, actual ${parsed[0]![2]}`
+}
+
+const fromDecodeError = (error: HttpApiError.HttpApiDecodeError) => invalidRequest(fieldErrorsOf(error.issues))
 
 /** Failures of reading the body are defects inside HttpApiBuilder; these are the client's fault. */
 const fromBodyDefect = (defect: unknown, maxBytes: number): Option.Option<HttpServerResponse.HttpServerResponse> => {

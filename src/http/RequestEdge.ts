@@ -3,34 +3,66 @@
  * `x-correlation-id` or made new), the body size limit, and the one problem-details mapping.
  */
 import { HttpApiBuilder, HttpApp, HttpIncomingMessage, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Effect, Option } from "effect"
+import { NodeHttpServerRequest } from "@effect/platform-node"
+import { Effect, FiberRef, Option } from "effect"
 import { AppConfig } from "../config/AppConfig.js"
 import { bodyTooLarge, fromCause } from "./Problems.js"
 
 export const CORRELATION_HEADER = "x-correlation-id"
 const wellFormed = /^[A-Za-z0-9._:-]{1,128}$/
 
-/** Wraps the whole server: assigns the correlation id and refuses bodies over the limit up front. */
+/**
+ * A streamed (chunked) body can only be measured while it is read. When it passes the limit the
+ * platform destroys the request stream, which resets the socket before the 413 answer is written.
+ * For such requests, "destroy" discards the rest of the body instead, so the client reads its 413;
+ * Node's request timeout still bounds how long a client may keep sending.
+ */
+const discardInsteadOfReset = (request: HttpServerRequest.HttpServerRequest) => {
+  const incoming = NodeHttpServerRequest.toIncomingMessage(request)
+  incoming.destroy = function(this: typeof incoming) {
+    this.resume()
+    return this
+  }
+}
+
+/** The correlation id of the request this fiber serves; logs and 500 answers quote it. */
+export const CurrentCorrelationId = FiberRef.unsafeMake("")
+
+/**
+ * Wraps the whole server: assigns the correlation id and refuses bodies over the limit up front.
+ * The server writes the app's response itself before this wrapper sees it, so the header is added
+ * through a pre-response handler rather than to the returned value.
+ */
 export const edge = (maxBodyBytes: number) => (app: HttpApp.Default): HttpApp.Default =>
   Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
     const incoming = request.headers[CORRELATION_HEADER]
     const correlationId = incoming !== undefined && wellFormed.test(incoming) ? incoming : crypto.randomUUID()
     const declared = Number(request.headers["content-length"] ?? "0")
-    const response = declared > maxBodyBytes
-      ? bodyTooLarge(maxBodyBytes)
-      : yield* app.pipe(
-        HttpIncomingMessage.withMaxBodySize(Option.some(maxBodyBytes)),
-        Effect.provideService(
-          HttpServerRequest.HttpServerRequest,
-          request.modify({ headers: { ...request.headers, [CORRELATION_HEADER]: correlationId } })
-        )
-      )
-    return HttpServerResponse.setHeader(response, CORRELATION_HEADER, correlationId)
+    if (declared > maxBodyBytes) {
+      return HttpServerResponse.setHeader(bodyTooLarge(maxBodyBytes), CORRELATION_HEADER, correlationId)
+    }
+    if (request.headers["content-length"] === undefined) discardInsteadOfReset(request)
+    yield* HttpApp.appendPreResponseHandler((_request, response) =>
+      Effect.succeed(HttpServerResponse.setHeader(response, CORRELATION_HEADER, correlationId))
+    )
+    return yield* app.pipe(
+      HttpIncomingMessage.withMaxBodySize(Option.some(maxBodyBytes)),
+      Effect.locally(CurrentCorrelationId, correlationId),
+      Effect.annotateLogs("correlation_id", correlationId)
+    )
   })
 
 /** Turns every failure of the API's routes, typed or not, into a problem-details response. */
-export const ProblemsLive = HttpApiBuilder.middleware(Effect.map(AppConfig, (config) => (app: HttpApp.Default) =>
-  Effect.catchAllCause(app, (cause) =>
-    Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
-      fromCause(cause, request.headers[CORRELATION_HEADER] ?? "", config.maxBodyBytes)))))
+export const ProblemsLive = HttpApiBuilder.middleware(
+  Effect.map(
+    AppConfig,
+    (config) => (app: HttpApp.Default) =>
+      Effect.catchAllCause(
+        app,
+        (cause) =>
+          Effect.flatMap(FiberRef.get(CurrentCorrelationId), (correlationId) =>
+            fromCause(cause, correlationId, config.maxBodyBytes))
+      )
+  )
+)

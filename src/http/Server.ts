@@ -20,16 +20,19 @@ export const ApiLive = HttpApiBuilder.api(Api).pipe(
 )
 
 /** The routes and their middleware, ready to serve on any HttpServer. */
-export const RoutesLive = Layer.unwrapEffect(Effect.map(AppConfig, (config) =>
-  HttpApiBuilder.serve(edge(config.maxBodyBytes)).pipe(
-    Layer.provide(HttpApiScalar.layer({ path: "/docs" })),
-    Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/v1/openapi.json" })),
-    Layer.provide(ProblemsLive),
-    Layer.provide(ApiLive)
-  )))
+export const RoutesLive = Layer.unwrapEffect(
+  Effect.map(AppConfig, (config) =>
+    HttpApiBuilder.serve(edge(config.maxBodyBytes)).pipe(
+      Layer.provide(HttpApiScalar.layer({ path: "/docs" })),
+      Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/v1/openapi.json" })),
+      Layer.provide(ProblemsLive),
+      Layer.provide(ApiLive)
+    ))
+)
 
 /** A Node HTTP server listening where the configuration says. */
-export const NodeServerLive = Layer.unwrapEffect(Effect.map(AppConfig, (config) =>
-  NodeHttpServer.layer(createServer, { host: config.host, port: config.port })))
+export const NodeServerLive = Layer.unwrapEffect(
+  Effect.map(AppConfig, (config) => NodeHttpServer.layer(createServer, { host: config.host, port: config.port }))
+)
 
 export const HttpLive = RoutesLive.pipe(HttpServer.withLogAddress, Layer.provide(NodeServerLive))

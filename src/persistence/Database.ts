@@ -4,8 +4,8 @@
  * migrations of `schema/migrations` applied before anything else uses it.
  */
 import { SqlClient } from "@effect/sql"
-import * as Migrator from "@effect/sql/Migrator"
 import { SqliteClient } from "@effect/sql-sqlite-node"
+import * as Migrator from "@effect/sql/Migrator"
 import { Effect, Layer } from "effect"
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"

@@ -15,7 +15,7 @@ export interface EmailSignInRow {
   readonly closed_reason: string | null
 }
 
-export type CloseReason = "used" | "superseded" | "too_many_attempts"
+export type CloseReason = "used" | "superseded" | "too_many_attempts" | "not_sent"
 
 const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
@@ -30,7 +30,10 @@ const make = Effect.gen(function*() {
     /** The address's newest sign-in, open or not: a code of an older one is superseded. */
     latestFor: (email: string) =>
       sql<EmailSignInRow>`SELECT * FROM email_sign_ins WHERE email = ${email}
-        ORDER BY created_at DESC, id DESC LIMIT 1`.pipe(Effect.map((rows) => Option.fromNullable(rows[0])), Effect.orDie),
+        ORDER BY created_at DESC, id DESC LIMIT 1`.pipe(
+        Effect.map((rows) => Option.fromNullable(rows[0])),
+        Effect.orDie
+      ),
     findByLinkTokenHash: (hash: string) =>
       sql<EmailSignInRow>`SELECT * FROM email_sign_ins WHERE link_token_hash = ${hash}`.pipe(
         Effect.map((rows) => Option.fromNullable(rows[0])),

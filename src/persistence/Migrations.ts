@@ -3,8 +3,8 @@
  * `@effect/sql` Migrator. Statements are separated by a `;` at the end of a line, because the
  * SQLite driver prepares one statement at a time.
  */
-import * as Migrator from "@effect/sql/Migrator"
 import { SqlClient } from "@effect/sql"
+import * as Migrator from "@effect/sql/Migrator"
 import { Effect } from "effect"
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"

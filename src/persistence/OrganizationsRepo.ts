@@ -1,6 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer, Option } from "effect"
 import type { Role } from "../domain/Access.js"
+import { uuidv7 } from "../domain/Ids.js"
 
 export interface OrganizationRow {
   readonly id: string
@@ -35,7 +36,7 @@ const make = Effect.gen(function*() {
     /** A new organization with `ownerId` as its owner, in one transaction. */
     createWithOwner: (name: string, ownerId: string, now: number) =>
       Effect.gen(function*() {
-        const id = crypto.randomUUID()
+        const id = uuidv7()
         yield* sql`INSERT INTO organizations (id, name, created_at) VALUES (${id}, ${name}, ${now})`
         yield* sql`INSERT INTO memberships (organization_id, user_id, role, joined_at)
           VALUES (${id}, ${ownerId}, 'owner', ${now})`

@@ -1,5 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer, Option } from "effect"
+import { uuidv7 } from "../domain/Ids.js"
 
 export interface UserRow {
   readonly id: string
@@ -22,7 +23,7 @@ const make = Effect.gen(function*() {
     /** The user with this address, created if new; `created` says which. */
     ensure: (email: string, now: number) =>
       Effect.gen(function*() {
-        const id = crypto.randomUUID()
+        const id = uuidv7()
         yield* sql`INSERT INTO users (id, email, created_at) VALUES (${id}, ${email}, ${now})
           ON CONFLICT (email) DO NOTHING`
         const user = Option.getOrThrow(yield* findByEmail(email))
@@ -33,6 +34,8 @@ const make = Effect.gen(function*() {
   }
 })
 
-export class UsersRepo extends Context.Tag("svc/persistence/UsersRepo")<UsersRepo, Effect.Effect.Success<typeof make>>() {
+export class UsersRepo
+  extends Context.Tag("svc/persistence/UsersRepo")<UsersRepo, Effect.Effect.Success<typeof make>>()
+{
   static readonly layer = Layer.effect(UsersRepo, make)
 }

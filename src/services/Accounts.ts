@@ -49,7 +49,11 @@ const make = Effect.gen(function*() {
         const owned = yield* organizations.ownedBy(user.id)
         const organizationId = Option.isSome(owned)
           ? owned.value.id
-          : (yield* organizations.createWithOwner(organizationName ?? defaultOrganizationName(user.email), user.id, now))
+          : (yield* organizations.createWithOwner(
+            organizationName ?? defaultOrganizationName(user.email),
+            user.id,
+            now
+          ))
             .id
         const key = yield* apiKeys.mint({
           organizationId,

@@ -5,6 +5,7 @@ import { iso, isoOrNull } from "../api/Dto.js"
 import { InvalidApiKey } from "../api/Errors.js"
 import type { Preset } from "../domain/Access.js"
 import * as ApiKeyText from "../domain/ApiKeyText.js"
+import { uuidv7 } from "../domain/Ids.js"
 import { type ApiKeyRow, ApiKeysRepo } from "../persistence/ApiKeysRepo.js"
 
 /** `last_used_at` is written at most this often per key, so reads do not each cost a write. */
@@ -40,7 +41,7 @@ const make = Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
         const key = ApiKeyText.generate()
         const row: ApiKeyRow = {
-          id: crypto.randomUUID(),
+          id: uuidv7(),
           key_id: key.keyId,
           secret_hash: ApiKeyText.hash(key.text),
           organization_id: request.organizationId,

@@ -7,6 +7,7 @@
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import { EmailUnavailable, InvalidCode, UnsupportedProvider } from "../api/Errors.js"
 import { AppConfig } from "../config/AppConfig.js"
+import { uuidv7 } from "../domain/Ids.js"
 import { Mail } from "../mail/Mail.js"
 import { type EmailSignInRow, EmailSignInsRepo } from "../persistence/EmailSignInsRepo.js"
 import { Accounts, normalizeEmail } from "./Accounts.js"
@@ -37,6 +38,11 @@ const make = Effect.gen(function*() {
   const accounts = yield* Accounts
   const rateLimiter = yield* RateLimiter
 
+  // SVC_MAIL=off: starting answers 503 email_unavailable (extensions.md §1); codes and links
+  // cannot exist, so verifying answers 404 unsupported_provider (api.md).
+  const ensureCanSend = mail.available
+    ? Effect.void
+    : Effect.fail(new EmailUnavailable({ detail: "Email is turned off on this server (SVC_MAIL=off)" }))
   const ensureConfigured = mail.available
     ? Effect.void
     : Effect.fail(new UnsupportedProvider({ detail: "Email sign-in is not configured on this server" }))
@@ -58,12 +64,12 @@ const make = Effect.gen(function*() {
     /** Sends a code and a link; returns the browser state to set as `svc_email_state`. */
     start: (rawEmail: string, returnTo: string | null | undefined, client: string) =>
       Effect.gen(function*() {
-        yield* ensureConfigured
+        yield* ensureCanSend
         const email = normalizeEmail(rawEmail)
         yield* rateLimiter.consume(`email-start:client:${client}`, limits.startPerClient)
         yield* rateLimiter.consume(`email-start:address:${email}`, limits.startPerAddress)
         const now = yield* Clock.currentTimeMillis
-        const id = crypto.randomUUID()
+        const id = uuidv7()
         const code = sixDigitCode()
         const token = randomToken()
         const state = randomToken()
@@ -82,7 +88,9 @@ const make = Effect.gen(function*() {
         }
         yield* repo.start(row)
         yield* mail.send(message(email, code, token)).pipe(
-          Effect.tapError((error) => Effect.logWarning("sign-in email not sent", error)),
+          Effect.tapError((error) => Effect.logWarning("sign-in email not sent", error.cause)),
+          // A code nobody received must not stay usable.
+          Effect.tapError(() => repo.close(id, now, "not_sent")),
           Effect.mapError(() => new EmailUnavailable({ detail: "The sign-in email could not be sent" }))
         )
         return { state }

@@ -4,7 +4,8 @@
  * the session, so a token from another session never passes).
  */
 import { Clock, Context, Effect, Layer, Option } from "effect"
-import { SessionsRepo, type SessionRow } from "../persistence/SessionsRepo.js"
+import { uuidv7 } from "../domain/Ids.js"
+import { type SessionRow, SessionsRepo } from "../persistence/SessionsRepo.js"
 import { randomToken, safeEqual, sha256 } from "./Secrets.js"
 
 export const SESSION_COOKIE = "svc_session"
@@ -27,7 +28,7 @@ const make = Effect.gen(function*() {
         const token = randomToken()
         const csrf = randomToken()
         const row: SessionRow = {
-          id: crypto.randomUUID(),
+          id: uuidv7(),
           token_hash: sha256(token),
           csrf_hash: sha256(csrf),
           user_id: userId,

@@ -14,7 +14,9 @@ describe("access rules", () => {
     } as const
     const presets = ["read_only", "use_existing", "create_and_use", "full_access"] as const
     for (const [access, expected] of Object.entries(table)) {
-      presets.forEach((preset, i) => assert.strictEqual(keyAccess(access as any, preset), expected[i], `${access} ${preset}`))
+      presets.forEach((preset, i) =>
+        assert.strictEqual(keyAccess(access as any, preset), expected[i], `${access} ${preset}`)
+      )
     }
   })
 

@@ -34,9 +34,21 @@ const routes: ReadonlyArray<Route> = [
   { access: "R", method: "GET", path: () => "/v1/me", ok: 200 },
   { access: "R", method: "GET", path: (org) => `/v1/organizations/${org}/members`, ok: 200 },
   { access: "F", method: "GET", path: () => "/v1/api-keys", ok: 200 },
-  { access: "F", method: "POST", path: () => "/v1/api-keys", json: () => ({ name: "made", preset: "read_only" }), ok: 201 },
+  {
+    access: "F",
+    method: "POST",
+    path: () => "/v1/api-keys",
+    json: () => ({ name: "made", preset: "read_only" }),
+    ok: 201
+  },
   { access: "F", method: "DELETE", path: (_, victim) => `/v1/api-keys/${victim}`, ok: 204 },
-  { access: "S", method: "PUT", path: () => "/v1/me/active-organization", json: (org) => ({ organization_id: org }), ok: 200 },
+  {
+    access: "S",
+    method: "PUT",
+    path: () => "/v1/me/active-organization",
+    json: (org) => ({ organization_id: org }),
+    ok: 200
+  },
   { access: "S", method: "POST", path: () => "/v1/auth/logout", ok: 204 }
 ]
 
@@ -107,8 +119,9 @@ describe("authentication and access matrix", () => {
         assert.strictEqual(reply.status, 401, bad)
         assert.strictEqual(reply.body.code, "invalid_api_key", bad)
       }
-      const short = (yield* full("POST", "/v1/api-keys", { json: { name: "short", preset: "read_only", expires_in_days: 1 } }))
-        .body
+      const short =
+        (yield* full("POST", "/v1/api-keys", { json: { name: "short", preset: "read_only", expires_in_days: 1 } }))
+          .body
       const revoked = (yield* full("POST", "/v1/api-keys", { json: { name: "gone", preset: "read_only" } })).body
       assert.strictEqual((yield* me(`Bearer ${short.secret}`)).status, 200)
       assert.strictEqual((yield* full("DELETE", `/v1/api-keys/${revoked.api_key.id}`)).status, 204)
@@ -160,10 +173,12 @@ describe("authentication and access matrix", () => {
       assert.strictEqual(own.status, 200)
       assert.strictEqual(own.body.items.length, 1)
       assert.deepInclude(own.body.items[0], { email: "owner@example.com", role: "owner", user_id: owner.user_id })
-      for (const reply of [
-        yield* full("GET", `/v1/organizations/${stranger.organization_id}/members`),
-        yield* browser.http("GET", `/v1/organizations/${stranger.organization_id}/members`)
-      ]) {
+      for (
+        const reply of [
+          yield* full("GET", `/v1/organizations/${stranger.organization_id}/members`),
+          yield* browser.http("GET", `/v1/organizations/${stranger.organization_id}/members`)
+        ]
+      ) {
         assert.strictEqual(reply.status, 404)
         assert.strictEqual(reply.body.code, "resource_not_found")
       }

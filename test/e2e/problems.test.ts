@@ -44,7 +44,9 @@ describe("problem details", () => {
   it.scoped("a well-formed incoming correlation id is echoed; a malformed one is replaced", () =>
     Effect.gen(function*() {
       const server = yield* startServer()
-      const kept = yield* request(server.url, "GET", "/v1/auth/providers", { headers: { "x-correlation-id": "abc-123" } })
+      const kept = yield* request(server.url, "GET", "/v1/auth/providers", {
+        headers: { "x-correlation-id": "abc-123" }
+      })
       assert.strictEqual(kept.headers.get("x-correlation-id"), "abc-123")
       const replaced = yield* request(server.url, "GET", "/v1/me", { headers: { "x-correlation-id": "bad id!" } })
       assert.match(replaced.headers.get("x-correlation-id")!, /^[0-9a-f-]{36}$/)
@@ -106,7 +108,9 @@ describe("problem details", () => {
       const spec = yield* request(server.url, "GET", "/v1/openapi.json")
       assert.strictEqual(spec.status, 200)
       assert.strictEqual(spec.body.openapi, "3.1.0")
-      for (const path of ["/v1/api-keys", "/v1/me", "/v1/auth/email/start", "/v1/organizations/{organization_id}/members"]) {
+      for (
+        const path of ["/v1/api-keys", "/v1/me", "/v1/auth/email/start", "/v1/organizations/{organization_id}/members"]
+      ) {
         assert.property(spec.body.paths, path)
       }
       const docs = yield* request(server.url, "GET", "/docs")

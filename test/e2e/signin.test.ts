@@ -42,7 +42,9 @@ describe("email sign-in", () => {
       const server = yield* startServer()
       yield* server.bootstrap("known@example.com")
       const known = yield* request(server.url, "POST", "/v1/auth/email/start", { json: { email: "known@example.com" } })
-      const unknown = yield* request(server.url, "POST", "/v1/auth/email/start", { json: { email: "other@example.com" } })
+      const unknown = yield* request(server.url, "POST", "/v1/auth/email/start", {
+        json: { email: "other@example.com" }
+      })
       assert.strictEqual(known.status, unknown.status)
       assert.deepStrictEqual(known.body, unknown.body)
     }))
@@ -143,12 +145,17 @@ describe("email sign-in", () => {
       }
     }))
 
-  it.scoped("sign-in answers 404 unsupported_provider when mail is off", () =>
+  it.scoped("with mail off, start answers 503 email_unavailable and verify 404 unsupported_provider", () =>
     Effect.gen(function*() {
       const server = yield* startServer({ mail: { kind: "off" } })
       const reply = yield* request(server.url, "POST", "/v1/auth/email/start", { json: { email: "a@example.com" } })
-      assert.strictEqual(reply.status, 404)
-      assert.strictEqual(reply.body.code, "unsupported_provider")
+      assert.strictEqual(reply.status, 503)
+      assert.strictEqual(reply.body.code, "email_unavailable")
+      const verify = yield* request(server.url, "POST", "/v1/auth/email/verify", {
+        json: { email: "a@example.com", code: "123456" }
+      })
+      assert.strictEqual(verify.status, 404)
+      assert.strictEqual(verify.body.code, "unsupported_provider")
       const providers = yield* request(server.url, "GET", "/v1/auth/providers")
       assert.deepStrictEqual(providers.body, { access: "open", providers: [], waitlist_url: null })
     }))

@@ -56,14 +56,15 @@ export const request = (base: string, method: string, path: string, options: Req
   })
 
 /** A client bound to one server, optionally with a bearer key or a cookie jar. */
-export const client = (base: string, defaults: { key?: string; jar?: CookieJar; headers?: Record<string, string> } = {}) =>
-(method: string, path: string, options: RequestOptions = {}) =>
-  request(base, method, path, {
-    ...options,
-    ...(defaults.jar !== undefined ? { jar: defaults.jar } : {}),
-    headers: {
-      ...(defaults.key !== undefined ? { authorization: `Bearer ${defaults.key}` } : {}),
-      ...defaults.headers,
-      ...options.headers
-    }
-  })
+export const client =
+  (base: string, defaults: { key?: string; jar?: CookieJar; headers?: Record<string, string> } = {}) =>
+  (method: string, path: string, options: RequestOptions = {}) =>
+    request(base, method, path, {
+      ...options,
+      ...(defaults.jar !== undefined ? { jar: defaults.jar } : {}),
+      headers: {
+        ...(defaults.key !== undefined ? { authorization: `Bearer ${defaults.key}` } : {}),
+        ...defaults.headers,
+        ...options.headers
+      }
+    })

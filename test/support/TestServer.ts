@@ -12,8 +12,8 @@ import * as NodeNet from "node:net"
 import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
 import { ServicesLive } from "../../src/App.js"
-import { RoutesLive } from "../../src/http/Server.js"
 import { AppConfig, type AppConfigShape } from "../../src/config/AppConfig.js"
+import { RoutesLive } from "../../src/http/Server.js"
 import { readOutbox } from "../../src/mail/Outbox.js"
 import { Accounts } from "../../src/services/Accounts.js"
 
@@ -41,6 +41,7 @@ export const testConfig = (dataDir: string, port: number, overrides: Partial<App
   operatorToken: Option.none(),
   secretKeys: { kind: "none" },
   mail: { kind: "outbox", dir: NodePath.join(dataDir, "outbox") },
+  mailFrom: undefined,
   oidcProviders: [],
   payments: Option.none(),
   billing: "unlimited",

@@ -1,0 +1,30 @@
+/**
+ * Time-ordered identifiers (UUID version 7, RFC 9562). Ids made later in this process sort after
+ * earlier ones even within one millisecond (a 12-bit counter fills `rand_a`), so rows and files
+ * named by them list in creation order and SQLite appends to its indexes instead of splitting pages.
+ */
+import * as NodeCrypto from "node:crypto"
+
+let lastMillis = 0
+let sequence = 0
+
+export const uuidv7 = (now: number = Date.now()): string => {
+  let millis = Math.max(now, lastMillis)
+  if (millis === lastMillis) {
+    sequence += 1
+    if (sequence > 0xfff) {
+      millis += 1
+      sequence = 0
+    }
+  } else {
+    sequence = 0
+  }
+  lastMillis = millis
+  const bytes = NodeCrypto.randomBytes(16)
+  bytes.writeUIntBE(millis, 0, 6)
+  bytes[6] = 0x70 | (sequence >> 8)
+  bytes[7] = sequence & 0xff
+  bytes[8] = 0x80 | (bytes[8]! & 0x3f)
+  const hex = bytes.toString("hex")
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`
+}
