@@ -10,7 +10,9 @@
 import { HttpApiSchema } from "@effect/platform"
 import { Schema } from "effect"
 
-export const FieldError = Schema.Struct({ field: Schema.String, message: Schema.String })
+export const FieldError = Schema.Struct({ field: Schema.String, message: Schema.String }).annotations({
+  identifier: "FieldError"
+})
 export type FieldError = typeof FieldError.Type
 
 export const ProblemBody = Schema.Struct({
@@ -21,7 +23,7 @@ export const ProblemBody = Schema.Struct({
   detail: Schema.String,
   field_errors: Schema.optional(Schema.Array(FieldError)),
   correlation_id: Schema.optional(Schema.String)
-})
+}).annotations({ identifier: "Problem", description: "Problem details (RFC 9457)" })
 export type ProblemBody = typeof ProblemBody.Type
 
 export const problemContentType = "application/problem+json"

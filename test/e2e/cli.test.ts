@@ -1,0 +1,96 @@
+/**
+ * The `svc` binary as users run it: a real `svc serve` process on a loopback port, `svc admin
+ * bootstrap` against the same data dir while it runs and while it does not, and the one-line
+ * answer to a malformed setting.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import * as NodeChild from "node:child_process"
+import * as NodePath from "node:path"
+import { request } from "../support/Http.js"
+import { freePort, tempDir } from "../support/TestServer.js"
+
+const bin = NodePath.resolve("bin/svc.mjs")
+
+interface Finished {
+  readonly code: number | null
+  readonly stdout: string
+  readonly stderr: string
+}
+
+const run = (args: ReadonlyArray<string>, env: Record<string, string> = {}) =>
+  Effect.async<Finished>((resume) => {
+    const child = NodeChild.execFile(process.execPath, [bin, ...args], { env: { ...process.env, ...env } }, (error) =>
+      resume(Effect.succeed({
+        code: error === null ? 0 : typeof error.code === "number" ? error.code : 1,
+        stdout,
+        stderr
+      })))
+    let stdout = ""
+    let stderr = ""
+    child.stdout!.on("data", (chunk) => (stdout += chunk))
+    child.stderr!.on("data", (chunk) => (stderr += chunk))
+  })
+
+/** `svc serve` in the background until the test's scope closes; resolves once it listens. */
+const serve = (env: Record<string, string>) =>
+  Effect.acquireRelease(
+    Effect.async<NodeChild.ChildProcess>((resume) => {
+      const child = NodeChild.spawn(process.execPath, [bin, "serve"], { env: { ...process.env, ...env } })
+      let stderr = ""
+      child.stderr.on("data", (chunk) => {
+        stderr += chunk
+        if (stderr.includes("Listening on")) resume(Effect.succeed(child))
+      })
+      child.on("exit", (code) => resume(Effect.die(new Error(`svc serve exited ${code}: ${stderr}`))))
+    }),
+    (child) =>
+      Effect.async<void>((resume) => {
+        child.on("exit", () => resume(Effect.void))
+        child.kill("SIGTERM")
+      })
+  )
+
+const bootstrapLine = /^\{"user_id":"[0-9a-f-]{36}","organization_id":"[0-9a-f-]{36}","api_key":"svc_[a-z0-9]{8}_\w{32,}"\}\n$/
+
+describe("svc binary", () => {
+  it.scoped("bootstrap works while the server runs, and the key it prints is accepted", () =>
+    Effect.gen(function*() {
+      const dataDir = yield* tempDir
+      const port = yield* freePort
+      yield* serve({ SVC_DATA_DIR: dataDir, SVC_PORT: String(port), SVC_RUNTIME: "process" })
+      const boot = yield* run(["admin", "bootstrap", "--email", "Admin@Example.com", "--org", "Home", "--data-dir", dataDir])
+      assert.strictEqual(boot.code, 0, boot.stderr)
+      assert.match(boot.stdout, bootstrapLine)
+      const { api_key, organization_id } = JSON.parse(boot.stdout)
+      const me = yield* request(`http://127.0.0.1:${port}`, "GET", "/v1/me", {
+        headers: { authorization: `Bearer ${api_key}` }
+      })
+      assert.strictEqual(me.status, 200)
+      assert.strictEqual(me.body.user.email, "admin@example.com")
+      assert.deepStrictEqual(me.body.organizations.map((o: any) => [o.id, o.name, o.role]), [
+        [organization_id, "Home", "owner"]
+      ])
+    }), 60_000)
+
+  it.scoped("bootstrap works with no server, and again for the same user without a second organization", () =>
+    Effect.gen(function*() {
+      const dataDir = yield* tempDir
+      const first = yield* run(["admin", "bootstrap", "--email", "solo@example.com", "--data-dir", dataDir])
+      const second = yield* run(["admin", "bootstrap", "--email", "solo@example.com"], { SVC_DATA_DIR: dataDir })
+      assert.match(first.stdout, bootstrapLine)
+      assert.match(second.stdout, bootstrapLine)
+      const [a, b] = [JSON.parse(first.stdout), JSON.parse(second.stdout)]
+      assert.strictEqual(a.user_id, b.user_id)
+      assert.strictEqual(a.organization_id, b.organization_id)
+      assert.notStrictEqual(a.api_key, b.api_key)
+    }), 60_000)
+
+  it.effect("a malformed setting stops the start with one line naming the variable", () =>
+    Effect.gen(function*() {
+      const result = yield* run(["serve"], { SVC_PORT: "not-a-port" })
+      assert.strictEqual(result.code, 1)
+      assert.strictEqual(result.stdout, "")
+      assert.match(result.stderr, /^svc: invalid configuration: SVC_PORT: [^\n]+\n$/)
+    }), 60_000)
+})
