@@ -51,7 +51,8 @@ const serve = (env: Record<string, string>) =>
       })
   )
 
-const bootstrapLine = /^\{"user_id":"[0-9a-f-]{36}","organization_id":"[0-9a-f-]{36}","api_key":"svc_[a-z0-9]{8}_\w{32,}"\}\n$/
+const bootstrapLine =
+  /^\{"user_id":"[0-9a-f-]{36}","organization_id":"[0-9a-f-]{36}","api_key":"svc_[a-z0-9]{8}_\w{32,}"\}\n$/
 
 describe("svc binary", () => {
   it.scoped("bootstrap works while the server runs, and the key it prints is accepted", () =>
@@ -59,7 +60,16 @@ describe("svc binary", () => {
       const dataDir = yield* tempDir
       const port = yield* freePort
       yield* serve({ SVC_DATA_DIR: dataDir, SVC_PORT: String(port), SVC_RUNTIME: "process" })
-      const boot = yield* run(["admin", "bootstrap", "--email", "Admin@Example.com", "--org", "Home", "--data-dir", dataDir])
+      const boot = yield* run([
+        "admin",
+        "bootstrap",
+        "--email",
+        "Admin@Example.com",
+        "--org",
+        "Home",
+        "--data-dir",
+        dataDir
+      ])
       assert.strictEqual(boot.code, 0, boot.stderr)
       assert.match(boot.stdout, bootstrapLine)
       const { api_key, organization_id } = JSON.parse(boot.stdout)
@@ -73,18 +83,22 @@ describe("svc binary", () => {
       ])
     }), 60_000)
 
-  it.scoped("bootstrap works with no server, and again for the same user without a second organization", () =>
-    Effect.gen(function*() {
-      const dataDir = yield* tempDir
-      const first = yield* run(["admin", "bootstrap", "--email", "solo@example.com", "--data-dir", dataDir])
-      const second = yield* run(["admin", "bootstrap", "--email", "solo@example.com"], { SVC_DATA_DIR: dataDir })
-      assert.match(first.stdout, bootstrapLine)
-      assert.match(second.stdout, bootstrapLine)
-      const [a, b] = [JSON.parse(first.stdout), JSON.parse(second.stdout)]
-      assert.strictEqual(a.user_id, b.user_id)
-      assert.strictEqual(a.organization_id, b.organization_id)
-      assert.notStrictEqual(a.api_key, b.api_key)
-    }), 60_000)
+  it.scoped(
+    "bootstrap works with no server, and again for the same user without a second organization",
+    () =>
+      Effect.gen(function*() {
+        const dataDir = yield* tempDir
+        const first = yield* run(["admin", "bootstrap", "--email", "solo@example.com", "--data-dir", dataDir])
+        const second = yield* run(["admin", "bootstrap", "--email", "solo@example.com"], { SVC_DATA_DIR: dataDir })
+        assert.match(first.stdout, bootstrapLine)
+        assert.match(second.stdout, bootstrapLine)
+        const [a, b] = [JSON.parse(first.stdout), JSON.parse(second.stdout)]
+        assert.strictEqual(a.user_id, b.user_id)
+        assert.strictEqual(a.organization_id, b.organization_id)
+        assert.notStrictEqual(a.api_key, b.api_key)
+      }),
+    60_000
+  )
 
   it.effect("a malformed setting stops the start with one line naming the variable", () =>
     Effect.gen(function*() {
