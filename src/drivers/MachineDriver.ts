@@ -1,0 +1,79 @@
+/**
+ * The machine driver port: what the operations engine needs from a host to run machines. Kept
+ * small so that more drivers (docker, microVMs) can join and pass the same contract suite
+ * (test/drivers/contract.ts).
+ *
+ * Every action is safe to repeat (ARCHITECTURE.md principle 2): an `uncertain` operation is
+ * re-applied with the same request after a crash, so `start` of a running machine returns its
+ * current boot, `stop` of a stopped one and `destroy` of a missing one succeed, and `create` of an
+ * existing disk keeps it.
+ */
+import { Context, Data, type Effect } from "effect"
+
+export type Size = "small" | "default" | "large"
+
+/** What a machine is made of, as the driver needs it. */
+export interface MachineSpec {
+  readonly id: string
+  readonly size: Size
+  readonly image: string
+  readonly internetAccess: boolean
+  /** Environment variables every process of the machine gets (from its environment). */
+  readonly env: Readonly<Record<string, string>>
+}
+
+export interface Observed {
+  /** The machine's disk exists on this host. */
+  readonly exists: boolean
+  readonly running: boolean
+  /** New at every boot; null when not running. */
+  readonly bootId: string | null
+}
+
+export interface ExecRequest {
+  readonly argv: ReadonlyArray<string>
+  /** Working directory; relative paths are taken from the machine's home directory. */
+  readonly cwd?: string | undefined
+  readonly env?: Readonly<Record<string, string>> | undefined
+  readonly stdin?: Uint8Array | undefined
+}
+
+export type OutputStream = "stdout" | "stderr"
+
+export class DriverError extends Data.TaggedError("DriverError")<{
+  readonly message: string
+  readonly cause?: unknown
+}> {}
+
+/** The machine is not running (or not there): the request cannot be carried out now. */
+export class NotRunning extends Data.TaggedError("NotRunning")<{ readonly machineId: string }> {}
+
+export interface MachineDriverShape {
+  readonly name: string
+  /** False for the `process` driver, which runs everything as plain host processes. */
+  readonly isolates: boolean
+  /** Prepares the machine's disk under the data dir. Keeps an existing disk. */
+  readonly create: (spec: MachineSpec) => Effect.Effect<void, DriverError>
+  /** Boots the machine unless it runs already; answers the boot id now observed. */
+  readonly start: (spec: MachineSpec) => Effect.Effect<{ readonly bootId: string }, DriverError>
+  /** Ends the machine and every process in it. `force` skips the polite SIGTERM grace. */
+  readonly stop: (id: string, options: { readonly force: boolean }) => Effect.Effect<void, DriverError>
+  /** Stops the machine and removes its disk. */
+  readonly destroy: (id: string) => Effect.Effect<void, DriverError>
+  readonly observe: (id: string) => Effect.Effect<Observed, DriverError>
+  /**
+   * Runs a command inside the running machine and answers its exit code once the command exits
+   * (not when its pipes close: a background process it started may keep them and keeps running).
+   * Output is handed to `onOutput` as it comes. Interrupting the effect kills the command's
+   * process group; processes it detached stay until the machine stops.
+   */
+  readonly exec: (
+    id: string,
+    request: ExecRequest,
+    onOutput: (stream: OutputStream, chunk: Uint8Array) => Effect.Effect<void>
+  ) => Effect.Effect<{ readonly exitCode: number }, DriverError | NotRunning>
+  /** CPU seconds used by the machine's processes since it was created on this host (monotonic). */
+  readonly cpuSeconds: (id: string) => Effect.Effect<number, DriverError>
+}
+
+export class MachineDriver extends Context.Tag("svc/drivers/MachineDriver")<MachineDriver, MachineDriverShape>() {}
