@@ -17,6 +17,15 @@ import { ApiKeys } from "./services/ApiKeys.js"
 import { EmailSignIn } from "./services/EmailSignIn.js"
 import { RateLimiter } from "./services/RateLimiter.js"
 import { Sessions } from "./services/Sessions.js"
+import { Limits } from "./services/Limits.js"
+import { Machines } from "./services/Machines.js"
+import * as StopTimers from "./runtime/StopTimers.js"
+import * as MachineSupervisor from "./runtime/MachineSupervisor.js"
+import * as Drivers from "./drivers/Drivers.js"
+import { DomainEvents } from "./events/DomainEvents.js"
+import { GroupCommit } from "./persistence/GroupCommit.js"
+import { MachinesRepo } from "./persistence/MachinesRepo.js"
+import { OperationsRepo } from "./persistence/OperationsRepo.js"
 
 const ReposLive = Layer.mergeAll(
   UsersRepo.layer,
@@ -24,14 +33,32 @@ const ReposLive = Layer.mergeAll(
   ApiKeysRepo.layer,
   SessionsRepo.layer,
   EmailSignInsRepo.layer
-).pipe(Layer.provide(Database.layer))
+).pipe(Layer.provideMerge(Database.layer))
 
-/** Every domain service, over the database the configuration names. Needs AppConfig. */
-export const ServicesLive = EmailSignIn.layer.pipe(
+/**
+ * Identity and mail over the database the configuration names: what the CLI's offline commands
+ * (bootstrap) need. It starts no workers, so it is safe to use while a server runs. Needs AppConfig.
+ */
+export const IdentityLive = EmailSignIn.layer.pipe(
   Layer.provideMerge(Accounts.layer),
   Layer.provideMerge(Layer.mergeAll(ApiKeys.layer, Sessions.layer, RateLimiter.layer, Mail.layer)),
   Layer.provideMerge(ReposLive)
 )
+
+/**
+ * The machine runtime: the driver, the event bus, the group commit and the supervisor whose actors
+ * resume every open operation as soon as it is built. Only one process may build it per data dir.
+ */
+const MachinesLive = StopTimers.layer.pipe(
+  Layer.provideMerge(Machines.layer),
+  Layer.provideMerge(Layer.merge(MachineSupervisor.layer, Limits.layer)),
+  Layer.provideMerge(Layer.mergeAll(Drivers.layer, DomainEvents.layer, GroupCommit.layer)),
+  Layer.provideMerge(Layer.mergeAll(MachinesRepo.layer, OperationsRepo.layer)),
+  Layer.provideMerge(Database.layer)
+)
+
+/** Every domain service, workers included: what the server runs. Needs AppConfig. */
+export const ServicesLive = MachinesLive.pipe(Layer.provideMerge(IdentityLive))
 
 /** The service's routes over its services, for any HttpServer (tests use one on a free port). */
 export const RoutesWithServices = RoutesLive.pipe(Layer.provide(ServicesLive))

@@ -6,13 +6,19 @@ import { HttpApi, OpenApi } from "@effect/platform"
 import { ApiKeysApi } from "./ApiKeysApi.js"
 import { AuthApi } from "./AuthApi.js"
 import { BodyTooLarge, InternalError, InvalidRequest, RateLimited } from "./Errors.js"
+import { LimitsApi } from "./LimitsApi.js"
+import { MachinesApi } from "./MachinesApi.js"
 import { MembersApi } from "./MembersApi.js"
+import { OperationsApi } from "./OperationsApi.js"
 import { wire } from "./Problem.js"
 
 export class Api extends HttpApi.make("svc")
   .add(AuthApi)
   .add(ApiKeysApi)
   .add(MembersApi)
+  .add(MachinesApi)
+  .add(OperationsApi)
+  .add(LimitsApi)
   .addError(wire(InvalidRequest))
   .addError(wire(BodyTooLarge))
   .addError(wire(RateLimited))

@@ -1,6 +1,6 @@
 import { Command, Options } from "@effect/cli"
 import { ConfigProvider, Console, Effect, Layer, Option } from "effect"
-import { ServicesLive } from "../App.js"
+import { IdentityLive } from "../App.js"
 import * as AppConfig from "../config/AppConfig.js"
 import { Accounts } from "../services/Accounts.js"
 
@@ -24,7 +24,7 @@ const bootstrap = Command.make(
       const result = yield* accounts.bootstrap(email, Option.getOrUndefined(org))
       yield* Console.log(JSON.stringify(result))
     }).pipe(
-      Effect.provide(ServicesLive.pipe(Layer.provide(AppConfig.layer))),
+      Effect.provide(IdentityLive.pipe(Layer.provide(AppConfig.layer))),
       Effect.withConfigProvider(provider)
     )
   }

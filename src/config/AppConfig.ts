@@ -50,6 +50,24 @@ export interface AppConfigShape {
   readonly logLevel: string
   /** Largest request body accepted; larger answers 413 `body_too_large`. */
   readonly maxBodyBytes: number
+  readonly limits: Readonly<Record<Tier, TierLimits>>
+}
+
+/** The organization tiers that have their own count limits (api.md LimitsDto `tier`). */
+export type Tier = "trial" | "paid" | "unlimited"
+
+export interface TierLimits {
+  /** Machines running (or about to run once accepted operations have run) at once. */
+  readonly concurrent_machines: number
+  /** Boots (create with start, start, restart) accepted in the last hour. */
+  readonly starts_per_hour: number
+}
+
+/** `SVC_LIMITS` overrides these per tier; docs/configuration.md explains the choice. */
+export const defaultLimits: Readonly<Record<Tier, TierLimits>> = {
+  trial: { concurrent_machines: 2, starts_per_hour: 30 },
+  paid: { concurrent_machines: 50, starts_per_hour: 600 },
+  unlimited: { concurrent_machines: 10_000, starts_per_hour: 100_000 }
 }
 
 export class AppConfig extends Context.Tag("svc/AppConfig")<AppConfig, AppConfigShape>() {}
@@ -118,6 +136,34 @@ const oidcProviders = Config.string("SVC_OIDC_PROVIDERS").pipe(
   })
 )
 
+const Count = Schema.Int.pipe(Schema.between(0, 1_000_000))
+const LimitsOverride = Schema.partialWith(
+  Schema.Record({
+    key: Schema.Literal("trial", "paid", "unlimited"),
+    value: Schema.partialWith(Schema.Struct({ concurrent_machines: Count, starts_per_hour: Count }), { exact: true })
+  }),
+  { exact: true }
+)
+
+const limitsSetting = Config.string("SVC_LIMITS").pipe(
+  Config.option,
+  Config.mapOrFail((value): Parsed<Readonly<Record<Tier, TierLimits>>> => {
+    if (Option.isNone(value)) return ok(defaultLimits)
+    const usage = "expected JSON like {\"trial\": {\"concurrent_machines\": 2, \"starts_per_hour\": 30}}"
+    try {
+      const decoded = Schema.decodeUnknownEither(LimitsOverride, { onExcessProperty: "error" })(JSON.parse(value.value))
+      if (decoded._tag === "Left") return bad("SVC_LIMITS", usage)
+      const merged = { ...defaultLimits }
+      for (const tier of ["trial", "paid", "unlimited"] as const) {
+        merged[tier] = { ...defaultLimits[tier], ...decoded.right[tier] }
+      }
+      return ok(merged)
+    } catch {
+      return bad("SVC_LIMITS", usage)
+    }
+  })
+)
+
 const databaseFile = (dataDir: string) =>
   Config.string("SVC_DATABASE_URL").pipe(
     Config.option,
@@ -167,7 +213,8 @@ const load = Effect.gen(function*() {
     maxBodyBytes: yield* Config.integer("SVC_MAX_BODY_BYTES").pipe(
       Config.validate({ message: "must be at least 1024", validation: (n) => n >= 1024 }),
       Config.withDefault(24 * 1024 * 1024)
-    )
+    ),
+    limits: yield* limitsSetting
   })
 })
 

@@ -3,6 +3,7 @@ import { Effect, Option } from "effect"
 import { Api } from "../api/Api.js"
 import { iso } from "../api/Dto.js"
 import { ResourceNotFound } from "../api/Errors.js"
+import { MachinesRepo } from "../persistence/MachinesRepo.js"
 import { Accounts } from "../services/Accounts.js"
 import { Sessions } from "../services/Sessions.js"
 import { currentCredential, currentOrganization, currentUser } from "./CallerContext.js"
@@ -11,19 +12,21 @@ export const MembersHandlers = HttpApiBuilder.group(Api, "members", (handlers) =
   Effect.gen(function*() {
     const accounts = yield* Accounts
     const sessions = yield* Sessions
+    const machines = yield* MachinesRepo
     return handlers
       .handle("list", () =>
         Effect.gen(function*() {
           const organization = yield* currentOrganization
           const members = yield* accounts.members(organization.id)
+          const running = yield* Effect.forEach(members, (member) => machines.countRunningBy(organization.id, member.user_id))
           return {
-            items: members.map((member) => ({
+            items: members.map((member, index) => ({
               user_id: member.user_id,
               email: member.email,
               role: member.role,
               joined_at: iso(member.joined_at),
               max_running_machines: member.max_running_machines,
-              running_machines: 0,
+              running_machines: running[index] ?? 0,
               usage_this_month: { cost_micros: 0, seconds: 0 }
             }))
           }

@@ -11,11 +11,14 @@ import { AppConfig } from "../config/AppConfig.js"
 import { ApiKeysHandlers } from "./ApiKeysHandlers.js"
 import { AuthHandlers } from "./AuthHandlers.js"
 import { AuthorizationLive } from "./AuthorizationLive.js"
+import { LimitsHandlers } from "./LimitsHandlers.js"
+import { MachinesHandlers } from "./MachinesHandlers.js"
 import { MembersHandlers } from "./MembersHandlers.js"
+import { OperationsHandlers } from "./OperationsHandlers.js"
 import { edge, ProblemsLive } from "./RequestEdge.js"
 
 export const ApiLive = HttpApiBuilder.api(Api).pipe(
-  Layer.provide([AuthHandlers, ApiKeysHandlers, MembersHandlers]),
+  Layer.provide([AuthHandlers, ApiKeysHandlers, MembersHandlers, MachinesHandlers, OperationsHandlers, LimitsHandlers]),
   Layer.provide(AuthorizationLive)
 )
 

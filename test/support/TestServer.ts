@@ -12,7 +12,7 @@ import * as NodeNet from "node:net"
 import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
 import { ServicesLive } from "../../src/App.js"
-import { AppConfig, type AppConfigShape } from "../../src/config/AppConfig.js"
+import { AppConfig, type AppConfigShape, defaultLimits } from "../../src/config/AppConfig.js"
 import { RoutesLive } from "../../src/http/Server.js"
 import { readOutbox } from "../../src/mail/Outbox.js"
 import { Accounts } from "../../src/services/Accounts.js"
@@ -48,6 +48,7 @@ export const testConfig = (dataDir: string, port: number, overrides: Partial<App
   webhookAllowPrivate: true,
   logLevel: "none",
   maxBodyBytes: 64 * 1024,
+  limits: defaultLimits,
   ...overrides
 })
 

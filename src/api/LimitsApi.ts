@@ -1,0 +1,19 @@
+import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
+import { Schema } from "effect"
+import { Authorization } from "./Authorization.js"
+import { Policy, policy } from "./Policy.js"
+
+const Usage = Schema.Struct({ limit: Schema.Int, used: Schema.Int })
+
+export const LimitsDto = Schema.Struct({
+  concurrent_machines: Usage,
+  starts: Schema.Array(Schema.Struct({ window: Schema.Literal("hour"), limit: Schema.Int, used: Schema.Int })),
+  /** `at_limit` once any limit is used up: the next boot would answer 429 `limit_exceeded`. */
+  status: Schema.Literal("ok", "at_limit"),
+  tier: Schema.Literal("trial", "paid", "unlimited")
+})
+
+export class LimitsApi extends HttpApiGroup.make("limits")
+  .add(HttpApiEndpoint.get("get", "/v1/limits").addSuccess(LimitsDto).annotate(Policy, policy("R", "header")))
+  .middleware(Authorization)
+{}

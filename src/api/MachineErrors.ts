@@ -1,0 +1,52 @@
+/** The error codes of machines and operations (api.md "Errors", extensions.md §5). */
+import { Schema } from "effect"
+import { problem, ProblemFields } from "./Problem.js"
+
+export class IdempotencyConflict extends Schema.TaggedError<IdempotencyConflict>()(
+  "idempotency_conflict",
+  ProblemFields,
+  problem(409, "Idempotency key reused with a different request")
+) {}
+
+export class MachineNotRunning extends Schema.TaggedError<MachineNotRunning>()(
+  "machine_not_running",
+  ProblemFields,
+  problem(409, "Machine not running")
+) {}
+
+export class MachineNotCreated extends Schema.TaggedError<MachineNotCreated>()(
+  "machine_not_created",
+  ProblemFields,
+  problem(409, "Machine not created")
+) {}
+
+export class MachineDeleted extends Schema.TaggedError<MachineDeleted>()(
+  "machine_deleted",
+  ProblemFields,
+  problem(409, "Machine deleted")
+) {}
+
+export class MachineNotStopped extends Schema.TaggedError<MachineNotStopped>()(
+  "machine_not_stopped",
+  ProblemFields,
+  problem(409, "Machine not stopped")
+) {}
+
+export class NameTaken extends Schema.TaggedError<NameTaken>()(
+  "name_taken",
+  ProblemFields,
+  problem(409, "Another live machine of the organization has this name")
+) {}
+
+export class LimitExceeded extends Schema.TaggedError<LimitExceeded>()(
+  "limit_exceeded",
+  ProblemFields,
+  problem(429, "Machine limit reached")
+) {}
+
+export const machineConflicts = {
+  machine_not_running: MachineNotRunning,
+  machine_not_created: MachineNotCreated,
+  machine_deleted: MachineDeleted,
+  machine_not_stopped: MachineNotStopped
+} as const

@@ -1,0 +1,233 @@
+/** Machines (extensions.md §5): the resource, its settings, and the routes that accept operations. */
+import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
+import { Schema } from "effect"
+import { Authorization } from "./Authorization.js"
+import { NullableTimestamp, RequestBody, Timestamp, Uuid } from "./Dto.js"
+import { IdempotencyConflict, LimitExceeded, machineConflicts, NameTaken } from "./MachineErrors.js"
+import { ResourceNotFound } from "./Errors.js"
+import { Policy, policy } from "./Policy.js"
+import { wire } from "./Problem.js"
+
+export const MachineState = Schema.Literal(
+  "creating",
+  "stopped",
+  "starting",
+  "running",
+  "stopping",
+  "restarting",
+  "deleting",
+  "deleted",
+  "failed"
+)
+export const Size = Schema.Literal("small", "default", "large")
+export const StopReason = Schema.Literal(
+  "api",
+  "auto_stop",
+  "billing",
+  "idle_sleep",
+  "suspension",
+  "abuse",
+  "organization_deleted"
+)
+
+export const MachineDto = Schema.Struct({
+  id: Uuid,
+  organization_id: Uuid,
+  created_by: Uuid,
+  name: Schema.String,
+  state: MachineState,
+  size: Size,
+  image: Schema.String,
+  environment_id: Schema.NullOr(Uuid),
+  environment_version: Schema.NullOr(Schema.Int),
+  internet_access: Schema.Boolean,
+  auto_stop_seconds: Schema.NullOr(Schema.Int),
+  idle_sleep_seconds: Schema.NullOr(Schema.Int),
+  setup_script: Schema.NullOr(Schema.String),
+  boot_id: Schema.NullOr(Uuid),
+  ports: Schema.Array(Schema.Struct({ port: Schema.Int, public: Schema.Boolean, url: Schema.String })),
+  last_stop_reason: Schema.NullOr(StopReason),
+  source: Schema.Struct({
+    kind: Schema.Literal("empty", "fork", "snapshot", "template"),
+    id: Schema.NullOr(Schema.String)
+  }),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+  started_at: NullableTimestamp,
+  stopped_at: NullableTimestamp
+}).annotations({ identifier: "Machine" })
+export type MachineDto = typeof MachineDto.Type
+
+export const AcceptedChange = Schema.Struct({
+  operation_id: Uuid,
+  machine_id: Uuid,
+  status: Schema.Literal("pending"),
+  operation_url: Schema.String,
+  requested_action: Schema.String
+}).annotations({ identifier: "AcceptedChange" })
+export type AcceptedChange = typeof AcceptedChange.Type
+
+const MachineName = Schema.String.pipe(
+  Schema.pattern(/^[a-z0-9-]{1,63}$/, { message: () => "1-63 characters of a-z, 0-9 and -" })
+)
+const Seconds = Schema.NullOr(Schema.Int.pipe(Schema.between(1, 30 * 24 * 3600)))
+
+export const CreateMachineRequest = RequestBody({
+  name: MachineName,
+  size: Schema.optionalWith(Size, { default: () => "default" as const }),
+  image: Schema.optionalWith(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)), {
+    default: () => "default"
+  }),
+  environment_id: Schema.optionalWith(Schema.NullOr(Uuid), { default: () => null }),
+  internet_access: Schema.optionalWith(Schema.Boolean, { default: () => true }),
+  auto_stop_seconds: Schema.optionalWith(Seconds, { default: () => null }),
+  idle_sleep_seconds: Schema.optionalWith(Seconds, { default: () => null }),
+  setup_script: Schema.optionalWith(Schema.NullOr(Schema.String.pipe(Schema.maxLength(256 * 1024))), {
+    default: () => null
+  }),
+  template: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null }),
+  start: Schema.optionalWith(Schema.Boolean, { default: () => true })
+})
+export type CreateMachineRequest = typeof CreateMachineRequest.Type
+
+export const PatchMachineRequest = RequestBody({
+  name: Schema.optional(MachineName),
+  auto_stop_seconds: Schema.optional(Seconds),
+  idle_sleep_seconds: Schema.optional(Seconds)
+})
+
+export const StopRequest = RequestBody({ force: Schema.optionalWith(Schema.Boolean, { default: () => false }) })
+
+const Base64 = Schema.String.pipe(
+  Schema.pattern(/^[A-Za-z0-9+/]*={0,2}$/, { message: () => "must be base64" })
+)
+
+export const ExecRequest = RequestBody({
+  command: Schema.optional(Schema.NonEmptyArray(Schema.String)),
+  shell: Schema.optional(Schema.String.pipe(Schema.minLength(1))),
+  cwd: Schema.optional(Schema.String),
+  env: Schema.optional(Schema.Record({ key: Schema.String.pipe(Schema.pattern(/^[A-Za-z_][A-Za-z0-9_]*$/)), value: Schema.String })),
+  stdin_base64: Schema.optional(Base64),
+  timeout_seconds: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 3600)), { default: () => 300 })
+}).pipe(
+  Schema.filter((body) =>
+    (body.command === undefined) !== (body.shell === undefined) ||
+    { path: ["command"], message: "give exactly one of command (argv) or shell" }
+  )
+)
+export type ExecRequest = typeof ExecRequest.Type
+
+const AbsolutePath = Schema.String.pipe(Schema.pattern(/^\//, { message: () => "must be an absolute path" }))
+const sixteenMiB = 16 * 1024 * 1024
+
+export const WriteFileRequest = RequestBody({
+  path: AbsolutePath,
+  data_base64: Base64.pipe(Schema.maxLength(Math.ceil(sixteenMiB / 3) * 4, {
+    message: () => "at most 16 MiB of data"
+  })),
+  mode: Schema.optional(Schema.String.pipe(Schema.pattern(/^0?[0-7]{3}$/, { message: () => "an octal mode like 644" }))),
+  append: Schema.optionalWith(Schema.Boolean, { default: () => false })
+})
+export type WriteFileRequest = typeof WriteFileRequest.Type
+
+export const ReadFileRequest = RequestBody({
+  ranges: Schema.Array(Schema.Struct({
+    path: AbsolutePath,
+    offset: Schema.optionalWith(Schema.Int.pipe(Schema.nonNegative()), { default: () => 0 }),
+    size: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, sixteenMiB)), { default: () => sixteenMiB })
+  })).pipe(Schema.minItems(1), Schema.maxItems(16))
+})
+export type ReadFileRequest = typeof ReadFileRequest.Type
+
+export const IdempotencyHeaders = Schema.Struct({ "idempotency-key": Schema.optional(Schema.String) })
+
+export const MachineList = Schema.Struct({ items: Schema.Array(MachineDto), next_cursor: Schema.NullOr(Schema.String) })
+
+export const ListMachinesParams = Schema.Struct({
+  limit: Schema.optionalWith(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 100)), {
+    default: () => 50
+  }),
+  cursor: Schema.optional(Schema.String),
+  state: Schema.optional(MachineState)
+})
+
+const MachinePath = Schema.Struct({ id: Uuid })
+
+const conflicts = [
+  wire(machineConflicts.machine_not_running),
+  wire(machineConflicts.machine_not_created),
+  wire(machineConflicts.machine_deleted),
+  wire(machineConflicts.machine_not_stopped)
+] as const
+
+/** An operation-accepting route on one machine: path id, idempotency key, 202, the 409s. */
+const change = <const Name extends string, const Path extends `/v1/machines/:id${string}`>(
+  name: Name,
+  method: "post" | "del",
+  path: Path
+) =>
+  (method === "post" ? HttpApiEndpoint.post(name, path) : HttpApiEndpoint.del(name, path))
+    .setPath(MachinePath)
+    .setHeaders(IdempotencyHeaders)
+    .addSuccess(AcceptedChange, { status: 202 })
+    .addError(wire(ResourceNotFound))
+    .addError(wire(IdempotencyConflict))
+    .addError(wire(LimitExceeded))
+    .addError(conflicts[0])
+    .addError(conflicts[1])
+    .addError(conflicts[2])
+    .addError(conflicts[3])
+
+export class MachinesApi extends HttpApiGroup.make("machines")
+  .add(
+    HttpApiEndpoint.post("create", "/v1/machines")
+      .setPayload(CreateMachineRequest)
+      .setHeaders(IdempotencyHeaders)
+      .addSuccess(AcceptedChange, { status: 202 })
+      .addError(wire(IdempotencyConflict))
+      .addError(wire(NameTaken))
+      .addError(wire(LimitExceeded))
+      .annotate(Policy, policy("C", "header"))
+  )
+  .add(
+    HttpApiEndpoint.get("list", "/v1/machines")
+      .setUrlParams(ListMachinesParams)
+      .addSuccess(MachineList)
+      .annotate(Policy, policy("R", "header"))
+  )
+  .add(
+    HttpApiEndpoint.get("get", "/v1/machines/:id")
+      .setPath(MachinePath)
+      .addSuccess(MachineDto)
+      .addError(wire(ResourceNotFound))
+      .annotate(Policy, policy("R", "header"))
+  )
+  .add(
+    HttpApiEndpoint.patch("update", "/v1/machines/:id")
+      .setPath(MachinePath)
+      .setPayload(PatchMachineRequest)
+      .addSuccess(MachineDto)
+      .addError(wire(ResourceNotFound))
+      .addError(wire(NameTaken))
+      .addError(conflicts[2])
+      .annotate(Policy, policy("U", "header"))
+  )
+  .add(change("start", "post", "/v1/machines/:id/start").annotate(Policy, policy("U", "header")))
+  .add(change("stop", "post", "/v1/machines/:id/stop").setPayload(StopRequest).annotate(Policy, policy("U", "header")))
+  .add(change("restart", "post", "/v1/machines/:id/restart").annotate(Policy, policy("U", "header")))
+  .add(change("delete", "del", "/v1/machines/:id").annotate(Policy, policy("C", "header")))
+  .add(change("exec", "post", "/v1/machines/:id/exec").setPayload(ExecRequest).annotate(Policy, policy("U", "header")))
+  .add(
+    change("writeFile", "post", "/v1/machines/:id/files/write").setPayload(WriteFileRequest).annotate(
+      Policy,
+      policy("U", "header")
+    )
+  )
+  .add(
+    change("readFile", "post", "/v1/machines/:id/files/read").setPayload(ReadFileRequest).annotate(
+      Policy,
+      policy("U", "header")
+    )
+  )
+  .middleware(Authorization)
+{}

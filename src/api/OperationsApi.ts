@@ -1,0 +1,114 @@
+/** Operations (api.md "Operations", extensions.md §7): read, list per machine, cancel, events. */
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "@effect/platform"
+import { Schema } from "effect"
+import { Authorization } from "./Authorization.js"
+import { NullableTimestamp, Timestamp, Uuid } from "./Dto.js"
+import { ResourceNotFound } from "./Errors.js"
+import { StopReason } from "./MachinesApi.js"
+import { Policy, policy } from "./Policy.js"
+import { wire } from "./Problem.js"
+
+export const OperationStatus = Schema.Literal(
+  "pending",
+  "running",
+  "succeeded",
+  "failed",
+  "uncertain",
+  "correlation_miss"
+)
+
+export const ExecResult = Schema.Struct({
+  exit_code: Schema.Int,
+  stdout_base64: Schema.String,
+  stderr_base64: Schema.String,
+  timed_out: Schema.Boolean,
+  cancelled: Schema.Boolean,
+  truncated: Schema.Boolean
+})
+export type ExecResult = typeof ExecResult.Type
+
+export const FileRange = Schema.Struct({
+  path: Schema.String,
+  offset: Schema.Int,
+  size: Schema.Int,
+  data_base64: Schema.String,
+  missing: Schema.Boolean
+})
+export type FileRange = typeof FileRange.Type
+
+export const OperationDto = Schema.Struct({
+  id: Uuid,
+  machine_id: Uuid,
+  kind: Schema.String,
+  status: OperationStatus,
+  attempt_count: Schema.Int,
+  error_code: Schema.NullOr(Schema.String),
+  completed_but_unchanged: Schema.Boolean,
+  stop_reason: Schema.NullOr(StopReason),
+  exec_result: Schema.NullOr(ExecResult),
+  file_ranges: Schema.NullOr(Schema.Array(FileRange)),
+  starting_soon: Schema.NullOr(Schema.Struct({
+    operation_id: Uuid,
+    position: Schema.Int,
+    priority: Schema.String,
+    reason: Schema.String,
+    queued_at: Timestamp,
+    expires_at: Timestamp
+  })),
+  created_at: Timestamp,
+  started_at: NullableTimestamp,
+  finished_at: NullableTimestamp
+}).annotations({ identifier: "Operation" })
+export type OperationDto = typeof OperationDto.Type
+
+export const OperationList = Schema.Struct({
+  items: Schema.Array(OperationDto),
+  next_cursor: Schema.NullOr(Schema.String)
+})
+
+const OperationPath = Schema.Struct({ id: Uuid })
+
+export const EventStream = Schema.String.pipe(
+  HttpApiSchema.withEncoding({ kind: "Text", contentType: "text/event-stream" })
+)
+
+export class OperationsApi extends HttpApiGroup.make("operations")
+  .add(
+    HttpApiEndpoint.get("get", "/v1/operations/:id")
+      .setPath(OperationPath)
+      .addSuccess(OperationDto)
+      .addError(wire(ResourceNotFound))
+      .annotate(Policy, policy("R", "header"))
+  )
+  .add(
+    HttpApiEndpoint.get("listForMachine", "/v1/machines/:id/operations")
+      .setPath(OperationPath)
+      .setUrlParams(Schema.Struct({
+        limit: Schema.optionalWith(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 100)), {
+          default: () => 50
+        }),
+        cursor: Schema.optional(Schema.String)
+      }))
+      .addSuccess(OperationList)
+      .addError(wire(ResourceNotFound))
+      .annotate(Policy, policy("R", "header"))
+  )
+  .add(
+    HttpApiEndpoint.post("cancel", "/v1/operations/:id/cancel")
+      .setPath(OperationPath)
+      .addSuccess(OperationDto, { status: 202 })
+      .addError(wire(ResourceNotFound))
+      .annotate(Policy, policy("U", "header"))
+  )
+  .add(
+    HttpApiEndpoint.get("events", "/v1/operations/:id/events")
+      .setPath(OperationPath)
+      .setHeaders(Schema.Struct({
+        "last-event-id": Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.nonNegative()))
+      }))
+      .addSuccess(EventStream)
+      .addError(wire(ResourceNotFound))
+      .annotate(Policy, policy("R", "header"))
+  )
+  .middleware(Authorization)
+{}

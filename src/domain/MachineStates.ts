@@ -1,0 +1,86 @@
+/**
+ * What each operation kind needs from the machine and what it leaves behind, as one table. The
+ * same table answers two questions: at accept time, against the state the machine will have once
+ * its accepted operations have run (409 at once), and at the operation's turn, against the state
+ * it really has (the operation fails with the same code).
+ */
+export type MachineState =
+  | "creating"
+  | "stopped"
+  | "starting"
+  | "running"
+  | "stopping"
+  | "restarting"
+  | "deleting"
+  | "deleted"
+  | "failed"
+
+export type OperationKind =
+  | "create"
+  | "start"
+  | "stop"
+  | "restart"
+  | "delete"
+  | "exec"
+  | "write_file"
+  | "read_file"
+
+export type MachineConflict = "machine_not_running" | "machine_not_created" | "machine_deleted" | "machine_not_stopped"
+
+/** The settled states an operation can require or leave. */
+type Settled = "stopped" | "running" | "deleted" | "failed"
+
+const settledOf = (state: MachineState): Settled => {
+  switch (state) {
+    case "running":
+    case "starting":
+    case "restarting":
+      return "running"
+    case "deleted":
+    case "deleting":
+      return "deleted"
+    case "failed":
+      return "failed"
+    case "creating":
+    case "stopped":
+    case "stopping":
+      return "stopped"
+  }
+}
+
+interface Rule {
+  /** Settled states in which the kind may run. */
+  readonly from: ReadonlyArray<Settled>
+  /** The state it leaves, or "same". */
+  readonly to: Settled | "same"
+  /** The conflict when the machine is settled elsewhere (deleted and failed have their own codes). */
+  readonly otherwise: MachineConflict
+}
+
+const needsRunning: Rule = { from: ["running"], to: "same", otherwise: "machine_not_running" }
+
+export const rules: Record<Exclude<OperationKind, "create">, Rule> = {
+  start: { from: ["stopped", "running"], to: "running", otherwise: "machine_not_stopped" },
+  stop: { from: ["stopped", "running"], to: "stopped", otherwise: "machine_not_running" },
+  restart: { from: ["running"], to: "running", otherwise: "machine_not_running" },
+  delete: { from: ["stopped", "running", "failed"], to: "deleted", otherwise: "machine_not_stopped" },
+  exec: needsRunning,
+  write_file: needsRunning,
+  read_file: needsRunning
+}
+
+/** The conflict of running `kind` on a machine in `state`, if any. */
+export const conflictOf = (kind: Exclude<OperationKind, "create">, state: MachineState): MachineConflict | undefined => {
+  const settled = settledOf(state)
+  const rule = rules[kind]
+  if (rule.from.includes(settled)) return undefined
+  if (settled === "deleted") return "machine_deleted"
+  if (settled === "failed") return "machine_not_created"
+  return rule.otherwise
+}
+
+/** The state after `kind` has run on a machine in `state` (assuming it succeeds). */
+export const projectedAfter = (kind: Exclude<OperationKind, "create">, state: MachineState): MachineState => {
+  const to = rules[kind].to
+  return to === "same" ? state : to
+}

@@ -1,0 +1,46 @@
+/**
+ * One in-process bus for machine and operation lifecycle events. The actors publish; live SSE
+ * streams, and later webhooks, email alerts and metering, subscribe without touching the actors.
+ * Publishing never blocks an actor: a slow subscriber loses the oldest events of its own buffer
+ * (and SSE readers fall back to the persisted history, so they miss nothing).
+ */
+import { Context, Effect, Layer, PubSub, type Queue, type Scope } from "effect"
+
+export type DomainEvent =
+  | {
+    readonly _tag: "OperationEvent"
+    readonly operationId: string
+    readonly machineId: string
+    /** The persisted event id. */
+    readonly id: number
+    readonly name: "status" | "output" | "progress" | "end"
+    readonly data: unknown
+  }
+  | {
+    readonly _tag: "MachineEvent"
+    readonly type: "machine.created" | "machine.ready" | "machine.stopped" | "machine.deleted" | "machine.error"
+    readonly machineId: string
+    readonly organizationId: string
+  }
+  | {
+    readonly _tag: "OperationSettled"
+    readonly type: "operation.succeeded" | "operation.failed"
+    readonly operationId: string
+    readonly machineId: string
+    readonly organizationId: string
+  }
+
+export interface DomainEventsShape {
+  readonly publish: (event: DomainEvent) => Effect.Effect<void>
+  readonly subscribe: Effect.Effect<Queue.Dequeue<DomainEvent>, never, Scope.Scope>
+}
+
+export class DomainEvents extends Context.Tag("svc/events/DomainEvents")<DomainEvents, DomainEventsShape>() {
+  static readonly layer = Layer.effect(
+    DomainEvents,
+    Effect.map(PubSub.sliding<DomainEvent>(4096), (pubsub) => ({
+      publish: (event) => Effect.asVoid(PubSub.publish(pubsub, event)),
+      subscribe: PubSub.subscribe(pubsub)
+    }))
+  )
+}

@@ -1,0 +1,11 @@
+import { HttpApiBuilder } from "@effect/platform"
+import { Effect } from "effect"
+import { Api } from "../api/Api.js"
+import { Limits } from "../services/Limits.js"
+import { currentOrganization } from "./CallerContext.js"
+
+export const LimitsHandlers = HttpApiBuilder.group(Api, "limits", (handlers) =>
+  Effect.gen(function*() {
+    const limits = yield* Limits
+    return handlers.handle("get", () => Effect.flatMap(currentOrganization, (organization) => limits.view(organization.id)))
+  }))

@@ -1,0 +1,50 @@
+/** Rows to the DTOs of api.md and extensions.md §5. */
+import type { MachineDto } from "../api/MachinesApi.js"
+import type { OperationDto } from "../api/OperationsApi.js"
+import { iso, isoOrNull } from "../api/Dto.js"
+import type { MachineRow } from "../persistence/MachinesRepo.js"
+import type { OperationRow } from "../persistence/OperationsRepo.js"
+
+export const machineDto = (row: MachineRow): MachineDto => ({
+  id: row.id,
+  organization_id: row.organization_id,
+  created_by: row.created_by,
+  name: row.name,
+  state: row.state,
+  size: row.size,
+  image: row.image,
+  environment_id: row.environment_id,
+  environment_version: row.environment_version,
+  internet_access: row.internet_access === 1,
+  auto_stop_seconds: row.auto_stop_seconds,
+  idle_sleep_seconds: row.idle_sleep_seconds,
+  setup_script: row.setup_script,
+  boot_id: row.boot_id,
+  ports: [],
+  last_stop_reason: row.last_stop_reason as MachineDto["last_stop_reason"],
+  source: { kind: row.source_kind as MachineDto["source"]["kind"], id: row.source_id },
+  created_at: iso(row.created_at),
+  updated_at: iso(row.updated_at),
+  started_at: isoOrNull(row.started_at),
+  stopped_at: isoOrNull(row.stopped_at)
+})
+
+export const operationDto = (row: OperationRow): OperationDto => {
+  const result = row.result === null ? null : JSON.parse(row.result)
+  return {
+    id: row.id,
+    machine_id: row.machine_id,
+    kind: row.kind,
+    status: row.status,
+    attempt_count: row.attempt_count,
+    error_code: row.error_code,
+    completed_but_unchanged: row.completed_but_unchanged === 1,
+    stop_reason: row.stop_reason as OperationDto["stop_reason"],
+    exec_result: result?.exec_result ?? null,
+    file_ranges: result?.file_ranges ?? null,
+    starting_soon: null,
+    created_at: iso(row.created_at),
+    started_at: isoOrNull(row.started_at),
+    finished_at: isoOrNull(row.finished_at)
+  }
+}

@@ -1,0 +1,71 @@
+import { HttpApiBuilder } from "@effect/platform"
+import { Effect } from "effect"
+import { Api } from "../api/Api.js"
+import { MachinesRepo } from "../persistence/MachinesRepo.js"
+import { idempotencyKeyOf, Machines, type Requester } from "../services/Machines.js"
+import { currentOrganization, currentUser } from "./CallerContext.js"
+import { machineDto } from "./MachineDtos.js"
+
+const requester = (headers: { readonly "idempotency-key"?: string | undefined }) =>
+  Effect.gen(function*() {
+    const organization = yield* currentOrganization
+    const user = yield* currentUser
+    return {
+      organizationId: organization.id,
+      userId: user.id,
+      idempotencyKey: idempotencyKeyOf(headers["idempotency-key"])
+    } satisfies Requester
+  })
+
+export const MachinesHandlers = HttpApiBuilder.group(Api, "machines", (handlers) =>
+  Effect.gen(function*() {
+    const machines = yield* Machines
+    const repo = yield* MachinesRepo
+    return handlers
+      .handle("create", ({ headers, payload }) =>
+        Effect.flatMap(requester(headers), (who) => machines.create(who, payload)))
+      .handle("list", ({ urlParams }) =>
+        Effect.gen(function*() {
+          const organization = yield* currentOrganization
+          const rows = yield* repo.page(organization.id, {
+            limit: urlParams.limit + 1,
+            after: urlParams.cursor ?? null,
+            state: urlParams.state ?? null
+          })
+          const page = rows.slice(0, urlParams.limit)
+          return {
+            items: page.map(machineDto),
+            next_cursor: rows.length > urlParams.limit ? page[page.length - 1]!.id : null
+          }
+        }))
+      .handle("get", ({ path }) =>
+        Effect.flatMap(currentOrganization, (organization) =>
+          Effect.map(machines.find(organization.id, path.id), machineDto)))
+      .handle("update", ({ path, payload }) =>
+        Effect.flatMap(currentOrganization, (organization) =>
+          Effect.map(
+            machines.patch(organization.id, path.id, {
+              ...(payload.name !== undefined ? { name: payload.name } : {}),
+              ...(payload.auto_stop_seconds !== undefined ? { auto_stop_seconds: payload.auto_stop_seconds } : {}),
+              ...(payload.idle_sleep_seconds !== undefined ? { idle_sleep_seconds: payload.idle_sleep_seconds } : {})
+            }),
+            machineDto
+          )))
+      .handle("start", ({ headers, path }) =>
+        Effect.flatMap(requester(headers), (who) => machines.change(who, path.id, "start", {})))
+      .handle("stop", ({ headers, path, payload }) =>
+        Effect.flatMap(
+          requester(headers),
+          (who) => machines.change(who, path.id, "stop", { force: payload.force, stop_reason: "api" })
+        ))
+      .handle("restart", ({ headers, path }) =>
+        Effect.flatMap(requester(headers), (who) => machines.change(who, path.id, "restart", {})))
+      .handle("delete", ({ headers, path }) =>
+        Effect.flatMap(requester(headers), (who) => machines.change(who, path.id, "delete", {})))
+      .handle("exec", ({ headers, path, payload }) =>
+        Effect.flatMap(requester(headers), (who) => machines.change(who, path.id, "exec", { ...payload })))
+      .handle("writeFile", ({ headers, path, payload }) =>
+        Effect.flatMap(requester(headers), (who) => machines.change(who, path.id, "write_file", { ...payload })))
+      .handle("readFile", ({ headers, path, payload }) =>
+        Effect.flatMap(requester(headers), (who) => machines.change(who, path.id, "read_file", { ...payload })))
+  }))

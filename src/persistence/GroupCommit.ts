@@ -1,0 +1,63 @@
+/**
+ * Group commit: concurrent writers that each need their own transaction share one SQLite commit.
+ *
+ * With `synchronous=FULL` every commit waits for the disk, and better-sqlite3 does so on the event
+ * loop, so one commit per accepted operation caps throughput at a few thousand per second and makes
+ * every other request wait behind it. Here each job runs inside one outer transaction as a
+ * savepoint of its own (a failing job rolls back alone), and all of them are acknowledged once the
+ * outer transaction has committed, so durability still comes before every answer.
+ */
+import { SqlClient } from "@effect/sql"
+import { Context, Deferred, Effect, Exit, Layer, Queue } from "effect"
+
+interface Job {
+  readonly run: Effect.Effect<unknown, unknown, SqlClient.SqlClient>
+  readonly done: Deferred.Deferred<unknown, unknown>
+}
+
+/** Most jobs in one commit; more wait for the next one, which starts at once. */
+const maxBatch = 1024
+
+export interface GroupCommitShape {
+  /** Runs `job` in a transaction that is committed, with others, before this answers. */
+  readonly transaction: <A, E>(job: Effect.Effect<A, E, SqlClient.SqlClient>) => Effect.Effect<A, E>
+}
+
+export class GroupCommit extends Context.Tag("svc/persistence/GroupCommit")<GroupCommit, GroupCommitShape>() {
+  static readonly layer = Layer.scoped(
+    GroupCommit,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const queue = yield* Queue.unbounded<Job>()
+
+      const commitBatch = (jobs: ReadonlyArray<Job>) =>
+        Effect.forEach(jobs, (job) => Effect.exit(sql.withTransaction(job.run)), { concurrency: 1 }).pipe(
+          sql.withTransaction,
+          Effect.provideService(SqlClient.SqlClient, sql),
+          Effect.exit,
+          Effect.flatMap((outer) =>
+            Effect.forEach(jobs, (job, index) =>
+              Deferred.done(
+                job.done,
+                Exit.isSuccess(outer) ? outer.value[index]! : Exit.die(Exit.isFailure(outer) ? outer.cause : outer)
+              ))
+          )
+        )
+
+      yield* Queue.takeBetween(queue, 1, maxBatch).pipe(
+        Effect.flatMap((chunk) => commitBatch(Array.from(chunk))),
+        Effect.forever,
+        Effect.forkScoped
+      )
+
+      return {
+        transaction: <A, E>(job: Effect.Effect<A, E, SqlClient.SqlClient>) =>
+          Effect.gen(function*() {
+            const done = yield* Deferred.make<unknown, unknown>()
+            yield* Queue.offer(queue, { run: job, done })
+            return (yield* Deferred.await(done)) as A
+          }) as Effect.Effect<A, E>
+      }
+    })
+  )
+}

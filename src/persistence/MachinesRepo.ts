@@ -1,0 +1,99 @@
+import { SqlClient } from "@effect/sql"
+import { Context, Effect, Layer, Option } from "effect"
+import type { MachineState } from "../domain/MachineStates.js"
+
+export interface MachineRow {
+  readonly id: string
+  readonly organization_id: string
+  readonly created_by: string
+  readonly name: string
+  readonly state: MachineState
+  readonly projected_state: MachineState
+  readonly size: "small" | "default" | "large"
+  readonly image: string
+  readonly environment_id: string | null
+  readonly environment_version: number | null
+  readonly internet_access: number
+  readonly auto_stop_seconds: number | null
+  readonly idle_sleep_seconds: number | null
+  readonly setup_script: string | null
+  readonly boot_id: string | null
+  readonly last_stop_reason: string | null
+  readonly source_kind: string
+  readonly source_id: string | null
+  readonly created_at: number
+  readonly updated_at: number
+  readonly started_at: number | null
+  readonly stopped_at: number | null
+  readonly deleted_at: number | null
+  readonly last_activity_at: number | null
+}
+
+export type MachinePatch = Partial<Omit<MachineRow, "id" | "organization_id" | "created_by" | "created_at">>
+
+const make = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  return {
+    insert: (row: MachineRow) => Effect.orDie(sql`INSERT INTO machines ${sql.insert(row as any)}`),
+    find: (id: string) =>
+      sql<MachineRow>`SELECT * FROM machines WHERE id = ${id}`.pipe(
+        Effect.map((rows) => Option.fromNullable(rows[0])),
+        Effect.orDie
+      ),
+    /** The organization's machine, or none for an unknown or foreign id. */
+    findIn: (organizationId: string, id: string) =>
+      sql<MachineRow>`SELECT * FROM machines WHERE id = ${id} AND organization_id = ${organizationId}`.pipe(
+        Effect.map((rows) => Option.fromNullable(rows[0])),
+        Effect.orDie
+      ),
+    liveNameTaken: (organizationId: string, name: string, exceptId: string | null) =>
+      sql<{ id: string }>`SELECT id FROM machines WHERE organization_id = ${organizationId} AND name = ${name}
+        AND state <> 'deleted' AND id <> ${exceptId ?? ""}`.pipe(Effect.map((rows) => rows.length > 0), Effect.orDie),
+    /** A page in creation order; `after` is the last id of the previous page. */
+    page: (organizationId: string, options: { limit: number; after: string | null; state: string | null }) =>
+      sql<MachineRow>`SELECT * FROM machines WHERE organization_id = ${organizationId}
+        AND id > ${options.after ?? ""}
+        ${options.state === null ? sql`` : sql`AND state = ${options.state}`}
+        ORDER BY id LIMIT ${options.limit}`.pipe(Effect.orDie),
+    update: (id: string, patch: MachinePatch) =>
+      Object.keys(patch).length === 0
+        ? Effect.void
+        : Effect.orDie(sql`UPDATE machines SET ${sql.update(patch as any)} WHERE id = ${id}`),
+    /** Machines to bring back at start: running ones (timers, adoption). */
+    running: sql<MachineRow>`SELECT * FROM machines WHERE state IN ('running', 'starting', 'restarting')`.pipe(
+      Effect.orDie
+    ),
+    countRunning: (organizationId: string) =>
+      sql<{ n: number }>`SELECT COUNT(*) AS n FROM machines WHERE organization_id = ${organizationId}
+        AND projected_state = 'running'`.pipe(Effect.map((rows) => Number(rows[0]?.n ?? 0)), Effect.orDie),
+    /**
+     * Running machines whose `auto_stop_seconds` or `idle_sleep_seconds` ran out by `now`, with the
+     * reason, skipping any with open operations (work in flight is activity; its turn comes first).
+     */
+    dueForStop: (now: number) =>
+      sql<MachineRow & { reason: "auto_stop" | "idle_sleep" }>`SELECT m.*,
+          CASE WHEN m.auto_stop_seconds IS NOT NULL AND m.started_at + m.auto_stop_seconds * 1000 <= ${now}
+            THEN 'auto_stop' ELSE 'idle_sleep' END AS reason
+        FROM machines m
+        WHERE m.state = 'running' AND m.projected_state = 'running'
+          AND ((m.auto_stop_seconds IS NOT NULL AND m.started_at + m.auto_stop_seconds * 1000 <= ${now})
+            OR (m.idle_sleep_seconds IS NOT NULL
+              AND COALESCE(m.last_activity_at, m.started_at) + m.idle_sleep_seconds * 1000 <= ${now}))
+          AND NOT EXISTS (SELECT 1 FROM operations o WHERE o.machine_id = m.id
+            AND o.status IN ('pending', 'running', 'uncertain'))`.pipe(Effect.orDie),
+    /** Machines a member created that run, or will once accepted operations have run. */
+    countRunningBy: (organizationId: string, userId: string) =>
+      sql<{ n: number }>`SELECT COUNT(*) AS n FROM machines WHERE organization_id = ${organizationId}
+        AND created_by = ${userId} AND projected_state = 'running'`.pipe(
+          Effect.map((rows) => Number(rows[0]?.n ?? 0)),
+          Effect.orDie
+        )
+  }
+})
+
+export class MachinesRepo extends Context.Tag("svc/persistence/MachinesRepo")<
+  MachinesRepo,
+  Effect.Effect.Success<typeof make>
+>() {
+  static readonly layer = Layer.effect(MachinesRepo, make)
+}

@@ -1,0 +1,146 @@
+import { SqlClient } from "@effect/sql"
+import { Context, Effect, Layer, Option } from "effect"
+import type { OperationKind } from "../domain/MachineStates.js"
+
+export type OperationStatus = "pending" | "running" | "succeeded" | "failed" | "uncertain" | "correlation_miss"
+
+export const terminalStatuses: ReadonlyArray<OperationStatus> = ["succeeded", "failed", "correlation_miss"]
+export const isTerminal = (status: OperationStatus) => terminalStatuses.includes(status)
+
+export interface OperationRow {
+  readonly seq?: number
+  readonly id: string
+  readonly organization_id: string
+  readonly machine_id: string
+  readonly kind: OperationKind
+  /** The decoded request as canonical JSON; re-applied as is after a crash. */
+  readonly request: string
+  readonly status: OperationStatus
+  readonly attempt_count: number
+  readonly error_code: string | null
+  readonly completed_but_unchanged: number
+  readonly stop_reason: string | null
+  /** `{exec_result}` or `{file_ranges}` as JSON. */
+  readonly result: string | null
+  readonly cancel_requested: number
+  /** 1 when it boots the machine (counted by the starts limit). */
+  readonly boots: number
+  readonly created_at: number
+  readonly started_at: number | null
+  readonly finished_at: number | null
+}
+
+export interface EventRow {
+  readonly id: number
+  readonly operation_id: string
+  readonly name: string
+  readonly data: string
+  readonly created_at: number
+}
+
+export type OperationPatch = Partial<
+  Pick<
+    OperationRow,
+    | "status"
+    | "attempt_count"
+    | "error_code"
+    | "completed_but_unchanged"
+    | "result"
+    | "cancel_requested"
+    | "started_at"
+    | "finished_at"
+  >
+>
+
+const make = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const one = <A>(rows: ReadonlyArray<A>) => Option.fromNullable(rows[0])
+  return {
+    insert: (row: OperationRow) => Effect.orDie(sql`INSERT INTO operations ${sql.insert(row as any)}`),
+    /** Boots the organization accepted since `since` (the starts-per-hour limit). */
+    bootsSince: (organizationId: string, since: number) =>
+      sql<{ n: number }>`SELECT COUNT(*) AS n FROM operations WHERE organization_id = ${organizationId}
+        AND boots = 1 AND created_at > ${since}`.pipe(Effect.map((rows) => Number(rows[0]?.n ?? 0)), Effect.orDie),
+    find: (id: string) =>
+      sql<OperationRow>`SELECT * FROM operations WHERE id = ${id}`.pipe(Effect.map(one), Effect.orDie),
+    findIn: (organizationId: string, id: string) =>
+      sql<OperationRow>`SELECT * FROM operations WHERE id = ${id} AND organization_id = ${organizationId}`.pipe(
+        Effect.map(one),
+        Effect.orDie
+      ),
+    /** The machine's next operation to carry out, in acceptance order. */
+    nextOpen: (machineId: string) =>
+      sql<OperationRow>`SELECT * FROM operations WHERE machine_id = ${machineId}
+        AND status IN ('pending', 'running', 'uncertain') ORDER BY seq LIMIT 1`.pipe(Effect.map(one), Effect.orDie),
+    /** The kinds still to run on the machine, in order (for the projected state). */
+    openOps: (machineId: string) =>
+      sql<{ kind: OperationKind; request: string }>`SELECT kind, request FROM operations
+        WHERE machine_id = ${machineId} AND status IN ('pending', 'running', 'uncertain') ORDER BY seq`.pipe(
+        Effect.orDie
+      ),
+    /** Newest first; `before` is the seq of the last item of the previous page. */
+    pageForMachine: (machineId: string, options: { limit: number; before: number | null }) =>
+      sql<OperationRow>`SELECT * FROM operations WHERE machine_id = ${machineId}
+        ${options.before === null ? sql`` : sql`AND seq < ${options.before}`}
+        ORDER BY seq DESC LIMIT ${options.limit}`.pipe(Effect.orDie),
+    /** Machines with work left, for recovery at start. */
+    machinesWithOpenWork: sql<{ machine_id: string }>`SELECT DISTINCT machine_id FROM operations
+      WHERE status IN ('pending', 'running', 'uncertain')`.pipe(
+      Effect.map((rows) => rows.map((row) => row.machine_id)),
+      Effect.orDie
+    ),
+    /** What was running when the process stopped can no longer be known: it becomes uncertain. */
+    markInterruptedUncertain: sql`UPDATE operations SET status = 'uncertain' WHERE status = 'running'`.pipe(
+      Effect.orDie
+    ),
+    /** Marks the operation running unless it was settled meanwhile (a cancel); false then. */
+    claim: (id: string, attempts: number, now: number) =>
+      sql<{ id: string }>`UPDATE operations SET status = 'running', attempt_count = ${attempts},
+        started_at = COALESCE(started_at, ${now})
+        WHERE id = ${id} AND status IN ('pending', 'running', 'uncertain') RETURNING id`.pipe(
+        Effect.map((rows) => rows.length > 0),
+        Effect.orDie
+      ),
+    /** Settles a pending operation as cancelled; false when it already left `pending`. */
+    cancelPending: (id: string, now: number) =>
+      sql<{ id: string }>`UPDATE operations SET status = 'failed', error_code = 'cancelled', finished_at = ${now}
+        WHERE id = ${id} AND status = 'pending' RETURNING id`.pipe(
+        Effect.map((rows) => rows.length > 0),
+        Effect.orDie
+      ),
+    update: (id: string, patch: OperationPatch) =>
+      Effect.orDie(sql`UPDATE operations SET ${sql.update(patch as any)} WHERE id = ${id}`),
+    // Events
+    appendEvent: (operationId: string, name: string, data: unknown, now: number) =>
+      sql<{ id: number }>`INSERT INTO operation_events (operation_id, name, data, created_at)
+        VALUES (${operationId}, ${name}, ${JSON.stringify(data)}, ${now}) RETURNING id`.pipe(
+        Effect.map((rows) => Number(rows[0]!.id)),
+        Effect.orDie
+      ),
+    eventsAfter: (operationId: string, after: number) =>
+      sql<EventRow>`SELECT * FROM operation_events WHERE operation_id = ${operationId} AND id > ${after}
+        ORDER BY id`.pipe(Effect.orDie),
+    outputOf: (operationId: string) =>
+      sql<EventRow>`SELECT * FROM operation_events WHERE operation_id = ${operationId} AND name = 'output'
+        ORDER BY id`.pipe(Effect.orDie),
+    // Idempotency
+    findKey: (organizationId: string, key: string) =>
+      sql<{ fingerprint: string; operation_id: string }>`SELECT fingerprint, operation_id FROM idempotency_keys
+        WHERE organization_id = ${organizationId} AND idempotency_key = ${key}`.pipe(Effect.map(one), Effect.orDie),
+    insertKey: (row: {
+      organization_id: string
+      idempotency_key: string
+      fingerprint: string
+      operation_id: string
+      created_at: number
+    }) => Effect.orDie(sql`INSERT INTO idempotency_keys ${sql.insert(row)}`),
+    expireKeys: (before: number) => Effect.orDie(sql`DELETE FROM idempotency_keys WHERE created_at < ${before}`)
+  }
+})
+
+export class OperationsRepo extends Context.Tag("svc/persistence/OperationsRepo")<
+  OperationsRepo,
+  Effect.Effect.Success<typeof make>
+>() {
+  static readonly layer = Layer.effect(OperationsRepo, make)
+}

@@ -1,0 +1,251 @@
+/**
+ * Carrying out one operation on the host: what each kind asks of the driver and how its outcome is
+ * judged. An outcome is `succeeded` only when the expected state is observed (a new boot id after a
+ * restart, no disk after a delete); a driver that cannot answer makes it `uncertain`, and the actor
+ * re-applies the same request later. Nothing here writes to the database: the actor settles.
+ */
+import { Clock, Effect, Option } from "effect"
+import type { ExecResult, FileRange } from "../api/OperationsApi.js"
+import { conflictOf, type MachineConflict } from "../domain/MachineStates.js"
+import { type DriverError, MachineDriver, type MachineSpec, type NotRunning } from "../drivers/MachineDriver.js"
+import type { MachinePatch, MachineRow } from "../persistence/MachinesRepo.js"
+import type { OperationRow } from "../persistence/OperationsRepo.js"
+import { onceArgv } from "./ExactlyOnce.js"
+import { OutputCollector } from "./ExecOutput.js"
+
+export type Outcome =
+  | {
+    readonly status: "succeeded"
+    readonly unchanged: boolean
+    readonly machine: MachinePatch
+    readonly execResult?: ExecResult
+    readonly fileRanges?: ReadonlyArray<FileRange>
+  }
+  | {
+    readonly status: "failed"
+    readonly errorCode: string
+    readonly machine?: MachinePatch
+    readonly execResult?: ExecResult
+  }
+  | { readonly status: "correlation_miss"; readonly machine?: MachinePatch }
+  | { readonly status: "uncertain"; readonly reason: string }
+
+/** What an exec-like step reports while it runs. */
+export interface ExecHooks {
+  readonly onOutput: (stream: "stdout" | "stderr", chunk: Uint8Array) => Effect.Effect<void>
+  /** Completes when a caller cancels the operation. */
+  readonly cancelled: Effect.Effect<void>
+  /** The output persisted by earlier attempts of this operation, to start the result from. */
+  readonly earlierOutput: OutputCollector
+}
+
+export const specOf = (machine: MachineRow): MachineSpec => ({
+  id: machine.id,
+  size: machine.size,
+  image: machine.image,
+  internetAccess: machine.internet_access === 1,
+  env: {}
+})
+
+const outcome = (value: Outcome) => value
+
+const uncertain = (error: DriverError | NotRunning): Outcome => ({
+  status: "uncertain",
+  reason: error._tag === "NotRunning" ? "the machine stopped answering" : error.message
+})
+
+const failed = (errorCode: MachineConflict | string, machine?: MachinePatch): Outcome =>
+  machine === undefined ? { status: "failed", errorCode } : { status: "failed", errorCode, machine }
+
+/** Runs `argv` once for this operation; answers the exec result (timed out, cancelled, truncated). */
+const runOnce = (
+  machine: MachineRow,
+  operation: OperationRow,
+  request: {
+    argv: ReadonlyArray<string>
+    cwd?: string | undefined
+    env?: Readonly<Record<string, string>> | undefined
+    stdin?: Uint8Array | undefined
+    timeoutSeconds: number
+  },
+  hooks: ExecHooks
+) =>
+  Effect.gen(function*() {
+    const driver = yield* MachineDriver
+    const output = hooks.earlierOutput
+    const run = driver.exec(machine.id, {
+      argv: onceArgv(operation.id, request.argv),
+      cwd: request.cwd,
+      env: request.env,
+      stdin: request.stdin
+    }, (stream, chunk) => {
+      output.add(stream, chunk)
+      return hooks.onOutput(stream, chunk)
+    })
+    const ended = yield* run.pipe(
+      Effect.map((exit) => ({ _tag: "exited" as const, exitCode: exit.exitCode })),
+      Effect.timeoutTo({
+        duration: `${request.timeoutSeconds} seconds`,
+        onTimeout: () => ({ _tag: "timed_out" as const }),
+        onSuccess: (value) => value
+      }),
+      Effect.raceFirst(Effect.as(hooks.cancelled, { _tag: "cancelled" as const }))
+    )
+    const result: ExecResult = {
+      exit_code: ended._tag === "exited" ? ended.exitCode : -1,
+      stdout_base64: output.base64("stdout"),
+      stderr_base64: output.base64("stderr"),
+      timed_out: ended._tag === "timed_out",
+      cancelled: ended._tag === "cancelled",
+      truncated: output.truncated
+    }
+    return result
+  })
+
+const needs = (operation: OperationRow, machine: MachineRow) =>
+  operation.kind === "create" ? undefined : conflictOf(operation.kind, machine.state)
+
+export const apply = (
+  operation: OperationRow,
+  machine: MachineRow,
+  hooks: ExecHooks
+): Effect.Effect<Outcome, never, MachineDriver> =>
+  Effect.gen(function*() {
+    const driver = yield* MachineDriver
+    const request = JSON.parse(operation.request) as Record<string, any>
+    const spec = specOf(machine)
+    const conflict = needs(operation, machine)
+    if (conflict !== undefined) return failed(conflict)
+    const now = yield* Clock.currentTimeMillis
+
+    const boot = Effect.gen(function*() {
+      const { bootId } = yield* driver.start(spec)
+      const seen = yield* driver.observe(machine.id)
+      return seen.running && seen.bootId === bootId ? Option.some(bootId) : Option.none()
+    })
+
+    switch (operation.kind) {
+      case "create": {
+        yield* driver.create(spec)
+        if (request.start !== true) return outcome({ status: "succeeded", unchanged: false, machine: { state: "stopped" } })
+        const booted = yield* boot
+        if (Option.isNone(booted)) return outcome({ status: "correlation_miss", machine: { state: "failed" } })
+        const running: MachinePatch = { state: "running", boot_id: booted.value, started_at: now }
+        if (typeof request.setup_script !== "string") return outcome({ status: "succeeded", unchanged: false, machine: running })
+        const setup = yield* runOnce(machine, operation, {
+          argv: ["/bin/sh", "-c", request.setup_script],
+          timeoutSeconds: 3600
+        }, hooks)
+        return outcome({ status: "succeeded", unchanged: false, machine: running, execResult: setup })
+      }
+      case "start": {
+        const seen = yield* driver.observe(machine.id)
+        if (seen.running && machine.state === "running") {
+          return outcome({ status: "succeeded", unchanged: true, machine: {} })
+        }
+        const booted = yield* boot
+        if (Option.isNone(booted)) return outcome({ status: "correlation_miss" })
+        return outcome({
+          status: "succeeded",
+          unchanged: false,
+          machine: { state: "running", boot_id: booted.value, started_at: now, last_stop_reason: null }
+        })
+      }
+      case "stop": {
+        const seen = yield* driver.observe(machine.id)
+        const stopped: MachinePatch = {
+          state: "stopped",
+          boot_id: null,
+          stopped_at: now,
+          last_stop_reason: request.stop_reason ?? "api"
+        }
+        if (!seen.running) return outcome({ status: "succeeded", unchanged: machine.state === "stopped", machine: stopped })
+        yield* driver.stop(machine.id, { force: request.force === true })
+        const after = yield* driver.observe(machine.id)
+        return outcome(after.running ? { status: "correlation_miss" } : { status: "succeeded", unchanged: false, machine: stopped })
+      }
+      case "restart": {
+        const before = yield* driver.observe(machine.id)
+        yield* driver.stop(machine.id, { force: false })
+        const booted = yield* boot
+        if (Option.isNone(booted) || booted.value === before.bootId) return outcome({ status: "correlation_miss" })
+        return outcome({ status: "succeeded", unchanged: false, machine: { state: "running", boot_id: booted.value, started_at: now } })
+      }
+      case "delete": {
+        yield* driver.destroy(machine.id)
+        const after = yield* driver.observe(machine.id)
+        return outcome(
+          after.exists
+            ? { status: "correlation_miss" }
+            : { status: "succeeded", unchanged: false, machine: { state: "deleted", boot_id: null, deleted_at: now } }
+        )
+      }
+      case "exec": {
+        const argv: ReadonlyArray<string> = request.command ?? ["/bin/sh", "-c", request.shell]
+        const result = yield* runOnce(machine, operation, {
+          argv,
+          cwd: request.cwd,
+          env: request.env,
+          stdin: request.stdin_base64 === undefined ? undefined : Buffer.from(request.stdin_base64, "base64"),
+          timeoutSeconds: request.timeout_seconds ?? 300
+        }, hooks)
+        const activity = { last_activity_at: now }
+        return outcome(
+          result.cancelled
+            ? { status: "failed", errorCode: "cancelled", execResult: result, machine: activity }
+            : { status: "succeeded", unchanged: false, machine: activity, execResult: result }
+        )
+      }
+      case "write_file": {
+        const redirect = request.append === true ? ">>" : ">"
+        const chmod = typeof request.mode === "string" ? ` && chmod ${request.mode} "$1"` : ""
+        const result = yield* runOnce(machine, operation, {
+          argv: ["/bin/sh", "-c", `mkdir -p "$(dirname "$1")" && cat ${redirect} "$1"${chmod}`, "write", request.path],
+          stdin: Buffer.from(request.data_base64, "base64"),
+          timeoutSeconds: 300
+        }, hooks)
+        return result.exit_code === 0
+          ? outcome({ status: "succeeded", unchanged: false, machine: { last_activity_at: now } })
+          : failed("write_failed")
+      }
+      case "read_file": {
+        const ranges: Array<FileRange> = []
+        for (const range of request.ranges as ReadonlyArray<{ path: string; offset: number; size: number }>) {
+          const output = new RangeBuffer()
+          const exit = yield* driver.exec(machine.id, {
+            argv: [
+              "/bin/sh",
+              "-c",
+              `[ -f "$1" ] || exit 3; tail -c +$(($2 + 1)) "$1" | head -c "$3"`,
+              "read",
+              range.path,
+              String(range.offset),
+              String(range.size)
+            ]
+          }, (stream, chunk) => Effect.sync(() => stream === "stdout" ? readInto(output, chunk) : undefined))
+          ranges.push({
+            path: range.path,
+            offset: range.offset,
+            size: exit.exitCode === 3 ? 0 : output.length,
+            data_base64: exit.exitCode === 3 ? "" : output.base64(),
+            missing: exit.exitCode === 3
+          })
+        }
+        return outcome({ status: "succeeded", unchanged: true, machine: { last_activity_at: now }, fileRanges: ranges })
+      }
+    }
+  }).pipe(Effect.catchAll((error) => Effect.succeed(uncertain(error))))
+
+/** File reads are not capped at 1 MiB like exec output: they keep the whole range asked for. */
+class RangeBuffer {
+  private readonly parts: Array<Buffer> = []
+  length = 0
+  push(chunk: Uint8Array) {
+    this.parts.push(Buffer.from(chunk))
+    this.length += chunk.byteLength
+  }
+  base64() {
+    return Buffer.concat(this.parts).toString("base64")
+  }
+}
+const readInto = (buffer: RangeBuffer, chunk: Uint8Array) => buffer.push(chunk)

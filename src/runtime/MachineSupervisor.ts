@@ -1,0 +1,226 @@
+/**
+ * The supervisor: one actor fiber per machine with work, each taking that machine's operations one
+ * at a time in acceptance order from the operations table (the durable mailbox; the in-memory queue
+ * only wakes the fiber). No machine waits for another. An actor that dies is restarted alone. On
+ * start, what was `running` becomes `uncertain` and every machine with open work is woken.
+ */
+import { Cause, Clock, Context, Deferred, Effect, Layer, Option, Queue } from "effect"
+import { DomainEvents } from "../events/DomainEvents.js"
+import { MachineDriver } from "../drivers/MachineDriver.js"
+import { MachinesRepo } from "../persistence/MachinesRepo.js"
+import { isTerminal, type OperationRow, OperationsRepo, type OperationStatus } from "../persistence/OperationsRepo.js"
+import { apply, type Outcome } from "./Apply.js"
+import { retryDelay } from "./Backoff.js"
+import { OutputCollector } from "./ExecOutput.js"
+import { project } from "./Projection.js"
+
+interface Actor {
+  readonly wake: Queue.Queue<void>
+}
+
+export interface MachineSupervisorShape {
+  /** Tells the machine's actor that work was accepted (starting the actor if it sleeps). */
+  readonly wake: (machineId: string) => Effect.Effect<void>
+  /**
+   * Cancels an operation: a pending one fails with `cancelled` at once; a running exec is killed and
+   * fails with `cancelled` (its result says so); anything else goes on.
+   */
+  readonly cancel: (operation: OperationRow) => Effect.Effect<void>
+  /** Actors alive now (for tests and the memory benchmark). */
+  readonly actorCount: Effect.Effect<number>
+}
+
+export class MachineSupervisor extends Context.Tag("svc/runtime/MachineSupervisor")<
+  MachineSupervisor,
+  MachineSupervisorShape
+>() {}
+
+const make = Effect.gen(function*() {
+  const machines = yield* MachinesRepo
+  const operations = yield* OperationsRepo
+  const events = yield* DomainEvents
+  const driver = yield* MachineDriver
+  const actors = new Map<string, Actor>()
+  const cancels = new Map<string, Deferred.Deferred<void>>()
+  const scope = yield* Effect.scope
+
+  const emit = (operation: OperationRow, name: "status" | "output" | "end", data: unknown) =>
+    Effect.gen(function*() {
+      const now = yield* Clock.currentTimeMillis
+      const id = yield* operations.appendEvent(operation.id, name, data, now)
+      yield* events.publish({
+        _tag: "OperationEvent",
+        operationId: operation.id,
+        machineId: operation.machine_id,
+        id,
+        name,
+        data
+      })
+    })
+
+  const statusEvent = (operation: OperationRow, status: OperationStatus, attempts: number, errorCode: string | null) =>
+    emit(operation, "status", { status, attempt_count: attempts, error_code: errorCode })
+
+  /** The output of earlier attempts, so a re-applied exec's result holds all of it. */
+  const earlierOutput = (operation: OperationRow) =>
+    Effect.map(operations.outputOf(operation.id), (rows) => {
+      const collector = new OutputCollector()
+      for (const row of rows) {
+        const data = JSON.parse(row.data) as { stream: "stdout" | "stderr"; data_base64: string }
+        collector.add(data.stream, Buffer.from(data.data_base64, "base64"))
+      }
+      return collector
+    })
+
+  const settle = (operation: OperationRow, attempts: number, outcome: Exclude<Outcome, { status: "uncertain" }>) =>
+    Effect.gen(function*() {
+      const now = yield* Clock.currentTimeMillis
+      const machinePatch = outcome.machine ?? {}
+      yield* machines.update(operation.machine_id, { ...machinePatch, updated_at: now })
+      const errorCode = outcome.status === "failed" ? outcome.errorCode : null
+      const result = outcome.status === "succeeded" || outcome.status === "failed"
+        ? JSON.stringify({
+          exec_result: outcome.execResult ?? null,
+          file_ranges: outcome.status === "succeeded" ? outcome.fileRanges ?? null : null
+        })
+        : null
+      yield* operations.update(operation.id, {
+        status: outcome.status,
+        error_code: errorCode,
+        completed_but_unchanged: outcome.status === "succeeded" && outcome.unchanged ? 1 : 0,
+        result,
+        finished_at: now
+      })
+      if (outcome.status !== "succeeded") yield* reproject(operation.machine_id)
+      yield* statusEvent(operation, outcome.status, attempts, errorCode)
+      yield* emit(operation, "end", { status: outcome.status })
+      yield* events.publish({
+        _tag: "OperationSettled",
+        type: outcome.status === "succeeded" ? "operation.succeeded" : "operation.failed",
+        operationId: operation.id,
+        machineId: operation.machine_id,
+        organizationId: operation.organization_id
+      })
+      const state = machinePatch.state
+      if (state !== undefined) {
+        const type = state === "running"
+          ? "machine.ready"
+          : state === "stopped"
+          ? "machine.stopped"
+          : state === "deleted"
+          ? "machine.deleted"
+          : state === "failed"
+          ? "machine.error"
+          : undefined
+        if (type !== undefined) {
+          yield* events.publish({
+            _tag: "MachineEvent",
+            type,
+            machineId: operation.machine_id,
+            organizationId: operation.organization_id
+          })
+        }
+      }
+    })
+
+  const reproject = (machineId: string) =>
+    Effect.gen(function*() {
+      const machine = yield* machines.find(machineId)
+      if (Option.isNone(machine)) return
+      const open = yield* operations.openOps(machineId)
+      yield* machines.update(machineId, { projected_state: project(machine.value.state, open) })
+    })
+
+  /** Carries one operation to a terminal status, re-applying it while the outcome is uncertain. */
+  const run = (initial: OperationRow) =>
+    Effect.gen(function*() {
+      let attempts = initial.attempt_count
+      const cancelled = yield* Deferred.make<void>()
+      cancels.set(initial.id, cancelled)
+      while (true) {
+        const machine = yield* machines.find(initial.machine_id)
+        if (Option.isNone(machine)) return
+        attempts += 1
+        const now = yield* Clock.currentTimeMillis
+        if (!(yield* operations.claim(initial.id, attempts, now))) return
+        yield* statusEvent(initial, "running", attempts, null)
+        const outcome = yield* apply(initial, machine.value, {
+          cancelled: Deferred.await(cancelled),
+          earlierOutput: yield* earlierOutput(initial),
+          onOutput: (stream, chunk) =>
+            emit(initial, "output", { stream, data_base64: Buffer.from(chunk).toString("base64") })
+        }).pipe(Effect.provideService(MachineDriver, driver))
+        if (outcome.status !== "uncertain") return yield* settle(initial, attempts, outcome)
+        yield* Effect.logWarning("operation uncertain; will re-apply").pipe(
+          Effect.annotateLogs({ operation_id: initial.id, reason: outcome.reason, attempt: attempts })
+        )
+        yield* operations.update(initial.id, { status: "uncertain" })
+        yield* statusEvent(initial, "uncertain", attempts, null)
+        yield* Effect.sleep(retryDelay(attempts))
+      }
+    }).pipe(Effect.ensuring(Effect.sync(() => cancels.delete(initial.id))))
+
+  /** The actor: drains the machine's open operations, then ends once nothing woke it meanwhile. */
+  const actor = (machineId: string, self: Actor): Effect.Effect<void> =>
+    Effect.gen(function*() {
+      while (true) {
+        yield* Queue.takeAll(self.wake)
+        const next = yield* operations.nextOpen(machineId)
+        if (Option.isSome(next)) {
+          if (!isTerminal(next.value.status)) yield* run(next.value)
+          continue
+        }
+        // Checked and removed in one synchronous step, so a wake cannot fall between the two.
+        const done = yield* Effect.sync(() => {
+          if (self.wake.unsafeSize().pipe(Option.getOrElse(() => 0)) > 0) return false
+          actors.delete(machineId)
+          return true
+        })
+        if (done) return
+      }
+    })
+
+  /** A crashed actor is logged and restarted alone after a pause; other machines go on. */
+  const supervised = (machineId: string, self: Actor): Effect.Effect<void> =>
+    actor(machineId, self).pipe(
+      Effect.catchAllCause((cause) =>
+        Cause.isInterruptedOnly(cause) ? Effect.failCause(cause) : Effect.logError("machine actor crashed; restarting", cause).pipe(
+          Effect.annotateLogs("machine_id", machineId),
+          Effect.zipRight(Effect.sleep("1 second")),
+          Effect.zipRight(Effect.suspend(() => supervised(machineId, self)))
+        )
+      )
+    )
+
+  const wake = (machineId: string) =>
+    Effect.suspend(() => {
+      const existing = actors.get(machineId)
+      if (existing !== undefined) return Queue.offer(existing.wake, undefined).pipe(Effect.asVoid)
+      const self: Actor = { wake: Effect.runSync(Queue.sliding<void>(1)) }
+      actors.set(machineId, self)
+      return supervised(machineId, self).pipe(Effect.forkIn(scope), Effect.asVoid)
+    })
+
+  // Recovery: what was running can no longer be known; re-apply it, and wake every machine with work.
+  yield* operations.markInterruptedUncertain
+  yield* Effect.forEach(yield* operations.machinesWithOpenWork, wake, { discard: true })
+
+  return MachineSupervisor.of({
+    wake,
+    cancel: (operation) =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        if (yield* operations.cancelPending(operation.id, now)) {
+          yield* reproject(operation.machine_id)
+          yield* statusEvent(operation, "failed", operation.attempt_count, "cancelled")
+          yield* emit(operation, "end", { status: "failed" })
+          return
+        }
+        const running = cancels.get(operation.id)
+        if (running !== undefined) yield* Deferred.succeed(running, undefined)
+      }),
+    actorCount: Effect.sync(() => actors.size)
+  })
+})
+
+export const layer = Layer.scoped(MachineSupervisor, make)

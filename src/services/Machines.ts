@@ -1,0 +1,214 @@
+/**
+ * Accepting machine changes. Each accept runs in the group commit: the idempotency check, the
+ * state check against the machine's projected state, the operation row, the projected state and
+ * the idempotency record are one transaction, committed before the 202 is answered. Then the
+ * machine's actor is woken.
+ */
+import { Clock, Context, Effect, Layer, Option } from "effect"
+import type { AcceptedChange, CreateMachineRequest } from "../api/MachinesApi.js"
+import { ResourceNotFound } from "../api/Errors.js"
+import { IdempotencyConflict, machineConflicts, NameTaken } from "../api/MachineErrors.js"
+import { AppConfig } from "../config/AppConfig.js"
+import { uuidv7 } from "../domain/Ids.js"
+import { conflictOf, type OperationKind, projectedAfter } from "../domain/MachineStates.js"
+import { GroupCommit } from "../persistence/GroupCommit.js"
+import { type MachinePatch, type MachineRow, MachinesRepo } from "../persistence/MachinesRepo.js"
+import { OperationsRepo } from "../persistence/OperationsRepo.js"
+import { MachineSupervisor } from "../runtime/MachineSupervisor.js"
+import { Limits } from "./Limits.js"
+import { sha256 } from "./Secrets.js"
+
+export interface Requester {
+  readonly organizationId: string
+  readonly userId: string
+  /** The `Idempotency-Key` header, quotes removed; none makes every request new. */
+  readonly idempotencyKey: string | undefined
+}
+
+/** JSON with object keys sorted, so equal requests have equal text. */
+export const canonicalJson = (value: unknown): string =>
+  JSON.stringify(value, (_key, item) =>
+    item !== null && typeof item === "object" && !Array.isArray(item)
+      ? Object.fromEntries(Object.keys(item).sort().map((key) => [key, item[key]]))
+      : item)
+
+export const idempotencyKeyOf = (header: string | undefined) => {
+  if (header === undefined) return undefined
+  const trimmed = header.trim().replace(/^"(.*)"$/, "$1")
+  return trimmed === "" ? undefined : trimmed
+}
+
+const make = Effect.gen(function*() {
+  const config = yield* AppConfig
+  const commit = yield* GroupCommit
+  const machines = yield* MachinesRepo
+  const operations = yield* OperationsRepo
+  const supervisor = yield* MachineSupervisor
+  const limits = yield* Limits
+
+  const accepted = (operationId: string, machineId: string, kind: string): AcceptedChange => ({
+    operation_id: operationId,
+    machine_id: machineId,
+    status: "pending",
+    operation_url: `${config.baseUrl}/v1/operations/${operationId}`,
+    requested_action: kind
+  })
+
+  /** The original answer for a repeated key, a conflict for a different request, or none. */
+  const replay = (requester: Requester, fingerprint: string) =>
+    Effect.gen(function*() {
+      if (requester.idempotencyKey === undefined) return Option.none<AcceptedChange>()
+      const found = yield* operations.findKey(requester.organizationId, requester.idempotencyKey)
+      if (Option.isNone(found)) return Option.none<AcceptedChange>()
+      if (found.value.fingerprint !== fingerprint) {
+        return yield* new IdempotencyConflict({ detail: "This Idempotency-Key was used with a different request" })
+      }
+      const original = yield* operations.find(found.value.operation_id)
+      return Option.map(original, (row) => accepted(row.id, row.machine_id, row.kind))
+    })
+
+  const record = (
+    requester: Requester,
+    fingerprint: string,
+    operation: { id: string; machineId: string; kind: OperationKind; request: unknown; boots: boolean },
+    now: number
+  ) =>
+    Effect.gen(function*() {
+      yield* operations.insert({
+        id: operation.id,
+        organization_id: requester.organizationId,
+        machine_id: operation.machineId,
+        kind: operation.kind,
+        request: canonicalJson(operation.request),
+        status: "pending",
+        attempt_count: 0,
+        error_code: null,
+        completed_but_unchanged: 0,
+        stop_reason: operation.kind === "stop" ? (operation.request as { stop_reason: string }).stop_reason : null,
+        result: null,
+        cancel_requested: 0,
+        boots: operation.boots ? 1 : 0,
+        created_at: now,
+        started_at: null,
+        finished_at: null
+      })
+      if (requester.idempotencyKey !== undefined) {
+        yield* operations.insertKey({
+          organization_id: requester.organizationId,
+          idempotency_key: requester.idempotencyKey,
+          fingerprint,
+          operation_id: operation.id,
+          created_at: now
+        })
+      }
+      yield* operations.appendEvent(operation.id, "status", { status: "pending", attempt_count: 0, error_code: null }, now)
+    })
+
+  const afterCommit = <E>(effect: Effect.Effect<{ answer: AcceptedChange; fresh: boolean }, E>) =>
+    Effect.tap(commit.transaction(effect), ({ answer, fresh }) => fresh ? supervisor.wake(answer.machine_id) : Effect.void)
+      .pipe(Effect.map(({ answer }) => answer))
+
+  return {
+    create: (requester: Requester, body: CreateMachineRequest) => {
+      const fingerprint = sha256(`POST /v1/machines ${canonicalJson(body)}`)
+      return afterCommit(Effect.gen(function*() {
+        const again = yield* replay(requester, fingerprint)
+        if (Option.isSome(again)) return { answer: again.value, fresh: false }
+        if (yield* machines.liveNameTaken(requester.organizationId, body.name, null)) {
+          return yield* new NameTaken({ detail: `A live machine is already named ${body.name}` })
+        }
+        if (body.start) yield* limits.checkBoot(requester.organizationId, requester.userId, null)
+        const now = yield* Clock.currentTimeMillis
+        const machineId = uuidv7()
+        const operationId = uuidv7()
+        const row: MachineRow = {
+          id: machineId,
+          organization_id: requester.organizationId,
+          created_by: requester.userId,
+          name: body.name,
+          state: "creating",
+          projected_state: body.start ? "running" : "stopped",
+          size: body.size,
+          image: body.image,
+          environment_id: body.environment_id,
+          environment_version: null,
+          internet_access: body.internet_access ? 1 : 0,
+          auto_stop_seconds: body.auto_stop_seconds,
+          idle_sleep_seconds: body.idle_sleep_seconds,
+          setup_script: body.setup_script,
+          boot_id: null,
+          last_stop_reason: null,
+          source_kind: "empty",
+          source_id: null,
+          created_at: now,
+          updated_at: now,
+          started_at: null,
+          stopped_at: null,
+          deleted_at: null,
+          last_activity_at: null
+        }
+        yield* machines.insert(row)
+        yield* record(requester, fingerprint, { id: operationId, machineId, kind: "create", request: body, boots: body.start }, now)
+        return { answer: accepted(operationId, machineId, "create"), fresh: true }
+      }))
+    },
+
+    /** Accepts `kind` on the organization's machine `machineId`. */
+    change: (
+      requester: Requester,
+      machineId: string,
+      kind: Exclude<OperationKind, "create">,
+      request: Record<string, unknown>
+    ) => {
+      const fingerprint = sha256(`${kind} ${machineId} ${canonicalJson(request)}`)
+      return afterCommit(Effect.gen(function*() {
+        const again = yield* replay(requester, fingerprint)
+        if (Option.isSome(again)) return { answer: again.value, fresh: false }
+        const found = yield* machines.findIn(requester.organizationId, machineId)
+        if (Option.isNone(found)) return yield* new ResourceNotFound({ detail: "Machine not found" })
+        const machine = found.value
+        const conflict = conflictOf(kind, machine.projected_state)
+        if (conflict !== undefined) {
+          return yield* new machineConflicts[conflict]({
+            detail: `The machine will be ${machine.projected_state} once its accepted operations have run`
+          })
+        }
+        // Starting a machine that will be running anyway boots nothing and costs no start.
+        const boots = kind === "restart" || (kind === "start" && machine.projected_state !== "running")
+        if (boots) yield* limits.checkBoot(requester.organizationId, requester.userId, machine)
+        const now = yield* Clock.currentTimeMillis
+        const operationId = uuidv7()
+        yield* record(requester, fingerprint, { id: operationId, machineId, kind, request, boots }, now)
+        const projected = projectedAfter(kind, machine.projected_state)
+        if (projected !== machine.projected_state) yield* machines.update(machineId, { projected_state: projected })
+        return { answer: accepted(operationId, machineId, kind), fresh: true }
+      }))
+    },
+
+    find: (organizationId: string, machineId: string) =>
+      Effect.flatMap(machines.findIn(organizationId, machineId), (found) =>
+        Option.match(found, {
+          onNone: () => Effect.fail(new ResourceNotFound({ detail: "Machine not found" })),
+          onSome: Effect.succeed
+        })),
+
+    patch: (organizationId: string, machineId: string, patch: MachinePatch) =>
+      Effect.gen(function*() {
+        const found = yield* machines.findIn(organizationId, machineId)
+        if (Option.isNone(found)) return yield* new ResourceNotFound({ detail: "Machine not found" })
+        if (found.value.state === "deleted") {
+          return yield* new machineConflicts.machine_deleted({ detail: "The machine was deleted" })
+        }
+        if (patch.name !== undefined && (yield* machines.liveNameTaken(organizationId, patch.name, machineId))) {
+          return yield* new NameTaken({ detail: `A live machine is already named ${patch.name}` })
+        }
+        const now = yield* Clock.currentTimeMillis
+        yield* machines.update(machineId, { ...patch, updated_at: now })
+        return { ...found.value, ...patch, updated_at: now } as MachineRow
+      })
+  }
+})
+
+export class Machines extends Context.Tag("svc/services/Machines")<Machines, Effect.Effect.Success<typeof make>>() {
+  static readonly layer = Layer.effect(Machines, make)
+}
