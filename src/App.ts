@@ -22,6 +22,7 @@ import { Machines } from "./services/Machines.js"
 import * as StopTimers from "./runtime/StopTimers.js"
 import * as MachineSupervisor from "./runtime/MachineSupervisor.js"
 import * as Drivers from "./drivers/Drivers.js"
+import type { MachineDriver } from "./drivers/MachineDriver.js"
 import { DomainEvents } from "./events/DomainEvents.js"
 import { GroupCommit } from "./persistence/GroupCommit.js"
 import { MachinesRepo } from "./persistence/MachinesRepo.js"
@@ -46,19 +47,25 @@ export const IdentityLive = EmailSignIn.layer.pipe(
 )
 
 /**
- * The machine runtime: the driver, the event bus, the group commit and the supervisor whose actors
- * resume every open operation as soon as it is built. Only one process may build it per data dir.
+ * The machine runtime over `driver`: the event bus, the group commit and the supervisor whose
+ * actors resume every open operation as soon as it is built. Only one process may build it per
+ * data dir.
  */
-const MachinesLive = StopTimers.layer.pipe(
-  Layer.provideMerge(Machines.layer),
-  Layer.provideMerge(Layer.merge(MachineSupervisor.layer, Limits.layer)),
-  Layer.provideMerge(Layer.mergeAll(Drivers.layer, DomainEvents.layer, GroupCommit.layer)),
-  Layer.provideMerge(Layer.mergeAll(MachinesRepo.layer, OperationsRepo.layer)),
-  Layer.provideMerge(Database.layer)
-)
+export const machinesLive = <E, R>(driver: Layer.Layer<MachineDriver, E, R>) =>
+  StopTimers.layer.pipe(
+    Layer.provideMerge(Machines.layer),
+    Layer.provideMerge(Layer.merge(MachineSupervisor.layer, Limits.layer)),
+    Layer.provideMerge(Layer.mergeAll(driver, DomainEvents.layer, GroupCommit.layer)),
+    Layer.provideMerge(Layer.mergeAll(MachinesRepo.layer, OperationsRepo.layer)),
+    Layer.provideMerge(Database.layer)
+  )
 
-/** Every domain service, workers included: what the server runs. Needs AppConfig. */
-export const ServicesLive = MachinesLive.pipe(Layer.provideMerge(IdentityLive))
+/** Every domain service over `driver`, workers included. Needs AppConfig. */
+export const servicesWith = <E, R>(driver: Layer.Layer<MachineDriver, E, R>) =>
+  machinesLive(driver).pipe(Layer.provideMerge(IdentityLive))
+
+/** Every domain service over the driver the configuration names: what the server runs. */
+export const ServicesLive = servicesWith(Drivers.layer)
 
 /** The service's routes over its services, for any HttpServer (tests use one on a free port). */
 export const RoutesWithServices = RoutesLive.pipe(Layer.provide(ServicesLive))

@@ -5,51 +5,9 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import * as NodeChild from "node:child_process"
-import * as NodePath from "node:path"
+import { run, serve } from "../support/Binary.js"
 import { request } from "../support/Http.js"
 import { freePort, tempDir } from "../support/TestServer.js"
-
-const bin = NodePath.resolve("bin/svc.mjs")
-
-interface Finished {
-  readonly code: number | null
-  readonly stdout: string
-  readonly stderr: string
-}
-
-const run = (args: ReadonlyArray<string>, env: Record<string, string> = {}) =>
-  Effect.async<Finished>((resume) => {
-    const child = NodeChild.execFile(process.execPath, [bin, ...args], { env: { ...process.env, ...env } }, (error) =>
-      resume(Effect.succeed({
-        code: error === null ? 0 : typeof error.code === "number" ? error.code : 1,
-        stdout,
-        stderr
-      })))
-    let stdout = ""
-    let stderr = ""
-    child.stdout!.on("data", (chunk) => (stdout += chunk))
-    child.stderr!.on("data", (chunk) => (stderr += chunk))
-  })
-
-/** `svc serve` in the background until the test's scope closes; resolves once it listens. */
-const serve = (env: Record<string, string>) =>
-  Effect.acquireRelease(
-    Effect.async<NodeChild.ChildProcess>((resume) => {
-      const child = NodeChild.spawn(process.execPath, [bin, "serve"], { env: { ...process.env, ...env } })
-      let stderr = ""
-      child.stderr.on("data", (chunk) => {
-        stderr += chunk
-        if (stderr.includes("Listening on")) resume(Effect.succeed(child))
-      })
-      child.on("exit", (code) => resume(Effect.die(new Error(`svc serve exited ${code}: ${stderr}`))))
-    }),
-    (child) =>
-      Effect.async<void>((resume) => {
-        child.on("exit", () => resume(Effect.void))
-        child.kill("SIGTERM")
-      })
-  )
 
 const bootstrapLine =
   /^\{"user_id":"[0-9a-f-]{36}","organization_id":"[0-9a-f-]{36}","api_key":"svc_[a-z0-9]{8}_\w{32,}"\}\n$/

@@ -11,7 +11,9 @@ import { createServer } from "node:http"
 import * as NodeNet from "node:net"
 import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
-import { ServicesLive } from "../../src/App.js"
+import { ServicesLive, servicesWith } from "../../src/App.js"
+import * as Drivers from "../../src/drivers/Drivers.js"
+import { MachineDriver, type MachineDriverShape } from "../../src/drivers/MachineDriver.js"
 import { AppConfig, type AppConfigShape, defaultLimits } from "../../src/config/AppConfig.js"
 import { RoutesLive } from "../../src/http/Server.js"
 import { readOutbox } from "../../src/mail/Outbox.js"
@@ -64,20 +66,41 @@ export interface TestServer {
   ) => Effect.Effect<{ readonly user_id: string; readonly organization_id: string; readonly api_key: string }>
 }
 
-export const startServer = (overrides: Partial<AppConfigShape> = {}) =>
+/**
+ * Wraps the configured driver, for tests that inject host failures (a driver call that errors) to
+ * prove retries: everything else still runs on the real driver.
+ */
+export type DriverWrapper = (inner: MachineDriverShape) => MachineDriverShape
+
+export const startServer = (overrides: Partial<AppConfigShape> = {}, wrapDriver?: DriverWrapper) =>
   Effect.gen(function*() {
     const dir = yield* tempDir
     const port = yield* freePort
     const config = testConfig(dir, port, overrides)
     const configLayer = Layer.succeed(AppConfig, config)
     const layer = RoutesLive.pipe(
-      Layer.provideMerge(ServicesLive),
+      Layer.provideMerge(
+        wrapDriver === undefined
+          ? ServicesLive
+          : servicesWith(Layer.effect(MachineDriver, Effect.map(MachineDriver, wrapDriver)).pipe(
+            Layer.provide(Drivers.layer)
+          ))
+      ),
       Layer.provideMerge(configLayer),
       Layer.provideMerge(NodeHttpServer.layer(createServer, { host: "127.0.0.1", port }))
     )
     const context = yield* Layer.build(layer)
     const address = Context.get(context, HttpServer.HttpServer).address as HttpServer.TcpAddress
     const accounts = Context.get(context, Accounts)
+    // Machines outlive a server by design (they are adopted after a restart); a test's must not.
+    const driver = Context.get(context, MachineDriver)
+    yield* Effect.addFinalizer(() =>
+      Effect.forEach(
+        NodeFs.existsSync(NodePath.join(dir, "machines")) ? NodeFs.readdirSync(NodePath.join(dir, "machines")) : [],
+        (id) => Effect.ignore(driver.destroy(id)),
+        { discard: true }
+      )
+    )
     const result: TestServer = {
       url: `http://127.0.0.1:${address.port}`,
       config,

@@ -1,0 +1,68 @@
+/**
+ * Accepted operations per second through HTTP, with FULL durability (every 202 is answered after
+ * its operation row and idempotency record are committed with synchronous=FULL).
+ * Baseline, same run: as many single-row inserts through better-sqlite3 with the same settings
+ * and no HTTP, one transaction each (what a naive insert-then-202 server does per request).
+ *
+ *   node --import tsx bench/accepts.ts [operations=20000] [concurrency=64]
+ *
+ * The operations are `stop` of stopped machines: cheap to carry out, so the figure is the accept
+ * path (HTTP, authentication, validation, group commit), not the sandbox.
+ */
+import Database from "better-sqlite3"
+import * as NodePath from "node:path"
+import { performance } from "node:perf_hooks"
+import { createMachine, httpClient, ms, pool, serve, settled, summary, tempDir } from "./support.js"
+
+const total = Number(process.argv[2] ?? 20_000)
+const concurrency = Number(process.argv[3] ?? 64)
+const machineCount = 50
+
+const baseline = () => {
+  const db = new Database(NodePath.join(tempDir("baseline"), "baseline.db"))
+  db.pragma("journal_mode = WAL")
+  db.pragma("synchronous = FULL")
+  db.exec("CREATE TABLE operations (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT UNIQUE, request TEXT, created_at BIGINT)")
+  const insert = db.prepare("INSERT INTO operations (id, request, created_at) VALUES (?, ?, ?)")
+  const started = performance.now()
+  for (let i = 0; i < total; i++) insert.run(crypto.randomUUID(), `{"force":false,"n":${i}}`, Date.now())
+  const seconds = (performance.now() - started) / 1000
+  db.close()
+  return total / seconds
+}
+
+const main = async () => {
+  const served = await serve({ SVC_RUNTIME: "process", SVC_BILLING: "unlimited" })
+  const client = httpClient(served, concurrency)
+  try {
+    const machines = []
+    for (let i = 0; i < machineCount; i++) machines.push(await createMachine(client, `m${i}`, { start: false }))
+    for (const machine of machines) await settled(client, machine.operation_id, 5)
+    // Warm up the path.
+    await pool(machines, concurrency, async (m) => void (await client.call("POST", `/v1/machines/${m.machine_id}/stop`, {})))
+
+    const latencies: Array<number> = []
+    let rejected = 0
+    const targets = Array.from({ length: total }, (_, i) => machines[i % machineCount]!.machine_id)
+    const started = performance.now()
+    await pool(targets, concurrency, async (id) => {
+      const t0 = performance.now()
+      const reply = await client.call("POST", `/v1/machines/${id}/stop`, {})
+      latencies.push(performance.now() - t0)
+      if (reply.status !== 202) rejected++
+    })
+    const seconds = (performance.now() - started) / 1000
+    const rate = total / seconds
+    const latency = summary(latencies)
+    const base = baseline()
+    console.log(`accepted operations: ${total} over ${concurrency} connections, ${rejected} not 202`)
+    console.log(`svc HTTP accepts:    ${rate.toFixed(0)} ops/s   p50 ${ms(latency.p50)}   p99 ${ms(latency.p99)}`)
+    console.log(`baseline inserts:    ${base.toFixed(0)} rows/s (better-sqlite3, WAL, synchronous=FULL, one tx each)`)
+    console.log(`ratio svc/baseline:  ${(rate / base).toFixed(2)}`)
+  } finally {
+    await client.close()
+    await served.stop()
+  }
+}
+
+await main()

@@ -1,0 +1,67 @@
+/**
+ * Exec round trip: `POST /v1/machines/{id}/exec` of `true` until the operation is seen terminal,
+ * p50 and p99, on the sandbox driver. Baseline, same run: spawning the same sandboxed `true`
+ * directly (`nsenter` into the running sandbox, what the driver does, with no HTTP or database).
+ * Also: create-to-running of a new sandboxed machine.
+ *
+ *   node --import tsx bench/exec-roundtrip.ts [iterations=300]
+ */
+import * as NodeChild from "node:child_process"
+import * as NodeFs from "node:fs"
+import * as NodePath from "node:path"
+import { performance } from "node:perf_hooks"
+import { createMachine, httpClient, ms, serve, settled, summary } from "./support.js"
+
+const iterations = Number(process.argv[2] ?? 300)
+
+const rawExec = (pid: number) =>
+  new Promise<void>((resolve, reject) => {
+    const child = NodeChild.spawn("nsenter", ["-t", String(pid), "-a", "-r", "-w", "true"], { stdio: "ignore" })
+    child.on("exit", (code) => (code === 0 ? resolve() : reject(new Error(`nsenter exited ${code}`))))
+  })
+
+const main = async () => {
+  const served = await serve({ SVC_RUNTIME: "sandbox" })
+  const client = httpClient(served, 4)
+  try {
+    const boots: Array<number> = []
+    let machineId = ""
+    for (let i = 0; i < 20; i++) {
+      const t0 = performance.now()
+      const created = await createMachine(client, `boot${i}`)
+      await settled(client, created.operation_id, 0)
+      boots.push(performance.now() - t0)
+      machineId = created.machine_id
+    }
+    const run = JSON.parse(NodeFs.readFileSync(NodePath.join(served.dataDir, "machines", machineId, "run.json"), "utf8"))
+    const pid = Number(run.pid)
+
+    const measure = async (once: () => Promise<void>) => {
+      for (let i = 0; i < 20; i++) await once()
+      const samples: Array<number> = []
+      for (let i = 0; i < iterations; i++) {
+        const t0 = performance.now()
+        await once()
+        samples.push(performance.now() - t0)
+      }
+      return summary(samples)
+    }
+    const viaApi = await measure(async () => {
+      const accepted = await client.call("POST", `/v1/machines/${machineId}/exec`, { command: ["true"] })
+      const operation = await settled(client, accepted.body.operation_id, 0)
+      if (operation.exec_result?.exit_code !== 0) throw new Error(JSON.stringify(operation))
+    })
+    const raw = await measure(() => rawExec(pid))
+    const boot = summary(boots)
+    console.log(`create to running (sandbox): p50 ${ms(boot.p50)}   p99 ${ms(boot.p99)}   (${boots.length} machines)`)
+    console.log(`exec true via API:          p50 ${ms(viaApi.p50)}   p99 ${ms(viaApi.p99)}   (${iterations} runs)`)
+    console.log(`baseline nsenter true:      p50 ${ms(raw.p50)}   p99 ${ms(raw.p99)}`)
+    console.log(`overhead p50: ${ms(viaApi.p50 - raw.p50)}   ratio p50: ${(viaApi.p50 / raw.p50).toFixed(2)}`)
+  } finally {
+    await client.close()
+    await served.stop()
+    NodeChild.execFileSync(process.execPath, ["--import", "tsx", "bench/cleanup.ts", served.dataDir])
+  }
+}
+
+await main()

@@ -1,0 +1,70 @@
+/**
+ * Nothing accepted with 202 is lost: `svc serve` is killed with SIGKILL in the middle of a burst of
+ * execs on several machines, restarted on the same data dir, and every operation it answered 202
+ * for reaches a terminal state, exactly once and in acceptance order. Each exec appends its number
+ * to a file inside its machine, so a missing, repeated or reordered run shows in the file.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Exit, Fiber } from "effect"
+import { destroyMachines, kill, run, serve } from "../support/Binary.js"
+import { client } from "../support/Http.js"
+import { decode, eventually, runningMachine, settled, sh } from "../support/Machines.js"
+import { freePort, tempDir } from "../support/TestServer.js"
+
+const machines = 3
+const perMachine = 40
+
+describe("durability", () => {
+  it.scopedLive("SIGKILL during a burst of operations loses nothing and repeats nothing", () =>
+    Effect.gen(function*() {
+      const dataDir = yield* tempDir
+      yield* Effect.addFinalizer(() => destroyMachines(dataDir, "sandbox"))
+      const port = yield* freePort
+      const env = { SVC_DATA_DIR: dataDir, SVC_PORT: String(port), SVC_RUNTIME: "sandbox", SVC_LOG_LEVEL: "error" }
+      const first = yield* serve(env)
+      const boot = yield* run(["admin", "bootstrap", "--email", "ops@example.com", "--data-dir", dataDir])
+      const api = client(`http://127.0.0.1:${port}`, { key: JSON.parse(boot.stdout).api_key })
+      const ids = yield* Effect.all(
+        Array.from({ length: machines }, (_, index) => runningMachine(api, `m${index}`)),
+        { concurrency: "unbounded" }
+      )
+
+      // Per machine, requests go one after another, so acceptance order is the order of `n`.
+      const answered = ids.map(() => [] as Array<string>)
+      const burst = Effect.forEach(ids, (id, index) =>
+        Effect.gen(function*() {
+          for (let n = 0; n < perMachine; n++) {
+            const reply = yield* Effect.exit(api("POST", `/v1/machines/${id}/exec`, {
+              json: { shell: `echo ${n} >> /workspace/log; sleep 0.01` }
+            }))
+            if (Exit.isFailure(reply)) return // the server is gone
+            assert.strictEqual(reply.value.status, 202)
+            answered[index]!.push(reply.value.body.operation_id)
+          }
+        }), { concurrency: "unbounded", discard: true })
+      const fiber = yield* Effect.fork(burst)
+      yield* eventually(Effect.sync(() => answered.flat().length >= (machines * perMachine) / 2 ? true : undefined))
+      yield* kill(first)
+      yield* Fiber.join(fiber)
+      const accepted = answered.flat().length
+      assert.isBelow(accepted, machines * perMachine, "the kill came in the middle of the burst")
+
+      yield* serve(env)
+      for (const [index, id] of ids.entries()) {
+        for (const operationId of answered[index]!) {
+          const operation = yield* settled(api, operationId, 60_000)
+          assert.strictEqual(operation.status, "succeeded", JSON.stringify(operation))
+          assert.strictEqual(operation.exec_result.exit_code, 0)
+        }
+        // An exec whose 202 was lost with the process may exist too: it is the next number.
+        const execs = (yield* api("GET", `/v1/machines/${id}/operations?limit=100`)).body.items
+          .filter((operation: any) => operation.kind === "exec")
+        for (const operation of execs) yield* settled(api, operation.id, 60_000)
+        assert.includeMembers(execs.map((operation: any) => operation.id), answered[index]!)
+        assert.oneOf(execs.length - answered[index]!.length, [0, 1])
+        const log = yield* sh(api, id, "cat /workspace/log")
+        const lines = decode(log.exec_result.stdout_base64).trim().split("\n").map(Number)
+        assert.deepStrictEqual(lines, Array.from({ length: execs.length }, (_, n) => n), `machine ${index}`)
+      }
+    }), 180_000)
+})

@@ -1,0 +1,80 @@
+/** The `svc` binary as users run it, for end-to-end tests that need a separate process. */
+import { Effect, Layer } from "effect"
+import * as NodeChild from "node:child_process"
+import * as NodeFs from "node:fs"
+import * as NodePath from "node:path"
+import { MachineDriver } from "../../src/drivers/MachineDriver.js"
+import * as ProcessDriver from "../../src/drivers/process/ProcessDriver.js"
+import * as SandboxDriver from "../../src/drivers/sandbox/SandboxDriver.js"
+
+export const bin = NodePath.resolve("bin/svc.mjs")
+
+export interface Finished {
+  readonly code: number | null
+  readonly stdout: string
+  readonly stderr: string
+}
+
+/** Runs `svc ARGS` to its end. */
+export const run = (args: ReadonlyArray<string>, env: Record<string, string> = {}) =>
+  Effect.async<Finished>((resume) => {
+    const child = NodeChild.execFile(process.execPath, [bin, ...args], { env: { ...process.env, ...env } }, (error) =>
+      resume(Effect.succeed({
+        code: error === null ? 0 : typeof error.code === "number" ? error.code : 1,
+        stdout,
+        stderr
+      })))
+    let stdout = ""
+    let stderr = ""
+    child.stdout!.on("data", (chunk) => (stdout += chunk))
+    child.stderr!.on("data", (chunk) => (stderr += chunk))
+  })
+
+const exited = (child: NodeChild.ChildProcess) => child.exitCode !== null || child.signalCode !== null
+
+/**
+ * `svc serve` in the background until the test's scope closes (or the test kills it); resolves
+ * once it listens.
+ */
+export const serve = (env: Record<string, string>) =>
+  Effect.acquireRelease(
+    Effect.async<NodeChild.ChildProcess>((resume) => {
+      const child = NodeChild.spawn(process.execPath, [bin, "serve"], { env: { ...process.env, ...env } })
+      let stderr = ""
+      child.stderr.on("data", (chunk) => {
+        stderr += chunk
+        if (stderr.includes("Listening on")) resume(Effect.succeed(child))
+      })
+      child.on("exit", (code) => resume(Effect.die(new Error(`svc serve exited ${code}: ${stderr}`))))
+    }),
+    (child) =>
+      Effect.async<void>((resume) => {
+        if (exited(child)) return resume(Effect.void)
+        child.on("exit", () => resume(Effect.void))
+        child.kill("SIGTERM")
+      })
+  )
+
+/** Kills `child` with SIGKILL and waits until it is gone. */
+export const kill = (child: NodeChild.ChildProcess) =>
+  Effect.async<void>((resume) => {
+    if (exited(child)) return resume(Effect.void)
+    child.on("exit", () => resume(Effect.void))
+    child.kill("SIGKILL")
+  })
+
+/** Destroys every machine left in `dataDir` (machines outlive the server by design; a test's must not). */
+export const destroyMachines = (dataDir: string, runtime: "sandbox" | "process") =>
+  Effect.gen(function*() {
+    const folder = NodePath.join(dataDir, "machines")
+    if (!NodeFs.existsSync(folder)) return
+    const driver = yield* MachineDriver
+    yield* Effect.forEach(NodeFs.readdirSync(folder), (id) => Effect.ignore(driver.destroy(id)), { discard: true })
+  }).pipe(
+    Effect.provide(
+      (runtime === "sandbox" ? SandboxDriver.layer({ dataDir }) : ProcessDriver.layer({ dataDir })) as Layer.Layer<
+        MachineDriver
+      >
+    ),
+    Effect.orDie
+  )
