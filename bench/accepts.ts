@@ -35,7 +35,7 @@ const main = async () => {
   const served = await serve({ SVC_RUNTIME: "process", SVC_BILLING: "unlimited" })
   const client = httpClient(served, concurrency)
   try {
-    const machines = []
+    const machines: Array<{ machine_id: string; operation_id: string }> = []
     for (let i = 0; i < machineCount; i++) machines.push(await createMachine(client, `m${i}`, { start: false }))
     for (const machine of machines) await settled(client, machine.operation_id, 5)
     // Warm up the path.
