@@ -22,7 +22,9 @@ const baseline = () => {
   const db = new Database(NodePath.join(tempDir("baseline"), "baseline.db"))
   db.pragma("journal_mode = WAL")
   db.pragma("synchronous = FULL")
-  db.exec("CREATE TABLE operations (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT UNIQUE, request TEXT, created_at BIGINT)")
+  db.exec(
+    "CREATE TABLE operations (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT UNIQUE, request TEXT, created_at BIGINT)"
+  )
   const insert = db.prepare("INSERT INTO operations (id, request, created_at) VALUES (?, ?, ?)")
   const started = performance.now()
   for (let i = 0; i < total; i++) insert.run(crypto.randomUUID(), `{"force":false,"n":${i}}`, Date.now())
@@ -39,7 +41,11 @@ const main = async () => {
     for (let i = 0; i < machineCount; i++) machines.push(await createMachine(client, `m${i}`, { start: false }))
     for (const machine of machines) await settled(client, machine.operation_id, 5)
     // Warm up the path.
-    await pool(machines, concurrency, async (m) => void (await client.call("POST", `/v1/machines/${m.machine_id}/stop`, {})))
+    await pool(
+      machines,
+      concurrency,
+      async (m) => void (await client.call("POST", `/v1/machines/${m.machine_id}/stop`, {}))
+    )
 
     const latencies: Array<number> = []
     let rejected = 0

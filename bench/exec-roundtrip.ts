@@ -33,7 +33,9 @@ const main = async () => {
       boots.push(performance.now() - t0)
       machineId = created.machine_id
     }
-    const run = JSON.parse(NodeFs.readFileSync(NodePath.join(served.dataDir, "machines", machineId, "run.json"), "utf8"))
+    const run = JSON.parse(
+      NodeFs.readFileSync(NodePath.join(served.dataDir, "machines", machineId, "run.json"), "utf8")
+    )
     const pid = Number(run.pid)
 
     const measure = async (once: () => Promise<void>) => {

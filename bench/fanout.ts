@@ -39,12 +39,16 @@ const main = async () => {
     const submitted = performance.now()
     const finished = new Map<string, number>()
     const accepted: Array<{ machine: string; operation: string }> = []
-    await pool(machines.flatMap((m) => Array.from({ length: opsPerMachine }, (_, n) => ({ m, n }))), 64, async ({ m, n }) => {
-      const command = m === slow && n === 0 ? ["sleep", "5"] : ["true"]
-      const reply = await client.call("POST", `/v1/machines/${m}/exec`, { command })
-      if (reply.status !== 202) throw new Error(`exec: ${reply.status} ${JSON.stringify(reply.body)}`)
-      accepted.push({ machine: m, operation: reply.body.operation_id })
-    })
+    await pool(
+      machines.flatMap((m) => Array.from({ length: opsPerMachine }, (_, n) => ({ m, n }))),
+      64,
+      async ({ m, n }) => {
+        const command = m === slow && n === 0 ? ["sleep", "5"] : ["true"]
+        const reply = await client.call("POST", `/v1/machines/${m}/exec`, { command })
+        if (reply.status !== 202) throw new Error(`exec: ${reply.status} ${JSON.stringify(reply.body)}`)
+        accepted.push({ machine: m, operation: reply.body.operation_id })
+      }
+    )
     const acceptedMs = performance.now() - submitted
     // Wait per machine for its last operation (operations of one machine settle in order).
     const lastOf = new Map<string, string>()
@@ -60,7 +64,9 @@ const main = async () => {
     const totalMs = Math.max(...finished.values())
     const others = summary([...finished].filter(([m]) => m !== slow).map(([, t]) => t))
     console.log(`setup: ${machineCount} sandboxed machines created and running in ${setupSeconds.toFixed(1)} s`)
-    console.log(`${machineCount * opsPerMachine} operations accepted in ${ms(acceptedMs)}, all terminal after ${ms(totalMs)}`)
+    console.log(
+      `${machineCount * opsPerMachine} operations accepted in ${ms(acceptedMs)}, all terminal after ${ms(totalMs)}`
+    )
     console.log(`machine with the 5 s exec done after ${ms(finished.get(slow)!)}`)
     console.log(`every other machine done: p50 ${ms(others.p50)}   p99 ${ms(others.p99)}   max ${ms(others.max)}`)
     console.log(`baseline, one machine alone, 5 execs: ${ms(aloneMs)}`)

@@ -35,7 +35,7 @@ export interface Served {
 export const serve = async (env: Record<string, string> = {}): Promise<Served> => {
   const dataDir = tempDir("data")
   const port = await freePort()
-  const fullEnv = { ...process.env, SVC_DATA_DIR: dataDir, SVC_PORT: String(port), SVC_LOG_LEVEL: "error", ...env }
+  const fullEnv = { ...process.env, SVC_DATA_DIR: dataDir, SVC_PORT: String(port), SVC_LOG_LEVEL: "info", ...env }
   const child = NodeChild.spawn(process.execPath, [bin, "serve"], { env: fullEnv, stdio: ["ignore", "ignore", "pipe"] })
   await new Promise<void>((resolve, reject) => {
     let stderr = ""

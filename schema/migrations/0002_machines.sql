@@ -30,6 +30,8 @@ CREATE TABLE machines (
   -- The last exec, agent turn, terminal or proxied request (idle sleep counts from here).
   last_activity_at BIGINT
 );
+-- Stop timers and recovery look at running machines only.
+CREATE INDEX machines_running ON machines (state) WHERE state = 'running';
 CREATE INDEX machines_by_organization ON machines (organization_id, created_at);
 -- Names are unique among an organization's live machines.
 CREATE UNIQUE INDEX machines_live_name ON machines (organization_id, name) WHERE state <> 'deleted';

@@ -3,8 +3,8 @@ import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
 import { Authorization } from "./Authorization.js"
 import { NullableTimestamp, RequestBody, Timestamp, Uuid } from "./Dto.js"
-import { IdempotencyConflict, LimitExceeded, machineConflicts, NameTaken } from "./MachineErrors.js"
 import { ResourceNotFound } from "./Errors.js"
+import { IdempotencyConflict, LimitExceeded, machineConflicts, NameTaken } from "./MachineErrors.js"
 import { Policy, policy } from "./Policy.js"
 import { wire } from "./Problem.js"
 
@@ -106,7 +106,9 @@ export const ExecRequest = RequestBody({
   command: Schema.optional(Schema.NonEmptyArray(Schema.String)),
   shell: Schema.optional(Schema.String.pipe(Schema.minLength(1))),
   cwd: Schema.optional(Schema.String),
-  env: Schema.optional(Schema.Record({ key: Schema.String.pipe(Schema.pattern(/^[A-Za-z_][A-Za-z0-9_]*$/)), value: Schema.String })),
+  env: Schema.optional(
+    Schema.Record({ key: Schema.String.pipe(Schema.pattern(/^[A-Za-z_][A-Za-z0-9_]*$/)), value: Schema.String })
+  ),
   stdin_base64: Schema.optional(Base64),
   timeout_seconds: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 3600)), { default: () => 300 })
 }).pipe(
@@ -125,7 +127,9 @@ export const WriteFileRequest = RequestBody({
   data_base64: Base64.pipe(Schema.maxLength(Math.ceil(sixteenMiB / 3) * 4, {
     message: () => "at most 16 MiB of data"
   })),
-  mode: Schema.optional(Schema.String.pipe(Schema.pattern(/^0?[0-7]{3}$/, { message: () => "an octal mode like 644" }))),
+  mode: Schema.optional(
+    Schema.String.pipe(Schema.pattern(/^0?[0-7]{3}$/, { message: () => "an octal mode like 644" }))
+  ),
   append: Schema.optionalWith(Schema.Boolean, { default: () => false })
 })
 export type WriteFileRequest = typeof WriteFileRequest.Type

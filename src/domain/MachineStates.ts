@@ -70,7 +70,10 @@ export const rules: Record<Exclude<OperationKind, "create">, Rule> = {
 }
 
 /** The conflict of running `kind` on a machine in `state`, if any. */
-export const conflictOf = (kind: Exclude<OperationKind, "create">, state: MachineState): MachineConflict | undefined => {
+export const conflictOf = (
+  kind: Exclude<OperationKind, "create">,
+  state: MachineState
+): MachineConflict | undefined => {
   const settled = settledOf(state)
   const rule = rules[kind]
   if (rule.from.includes(settled)) return undefined

@@ -23,6 +23,11 @@ export type DomainEvent =
     readonly organizationId: string
   }
   | {
+    /** A PATCH changed the machine's settings (its stop timers, say). */
+    readonly _tag: "MachineSettingsChanged"
+    readonly machineId: string
+  }
+  | {
     readonly _tag: "OperationSettled"
     readonly type: "operation.succeeded" | "operation.failed"
     readonly operationId: string

@@ -7,5 +7,6 @@ import { currentOrganization } from "./CallerContext.js"
 export const LimitsHandlers = HttpApiBuilder.group(Api, "limits", (handlers) =>
   Effect.gen(function*() {
     const limits = yield* Limits
-    return handlers.handle("get", () => Effect.flatMap(currentOrganization, (organization) => limits.view(organization.id)))
+    return handlers.handle("get", () =>
+      Effect.flatMap(currentOrganization, (organization) => limits.view(organization.id)))
   }))

@@ -52,20 +52,27 @@ export const MachinesHandlers = HttpApiBuilder.group(Api, "machines", (handlers)
             machineDto
           )))
       .handle("start", ({ headers, path }) =>
-        Effect.flatMap(requester(headers), (who) => machines.change(who, path.id, "start", {})))
+        Effect.flatMap(requester(headers), (who) =>
+          machines.change(who, path.id, "start", {})))
       .handle("stop", ({ headers, path, payload }) =>
         Effect.flatMap(
           requester(headers),
-          (who) => machines.change(who, path.id, "stop", { force: payload.force, stop_reason: "api" })
+          (who) =>
+            machines.change(who, path.id, "stop", { force: payload.force, stop_reason: "api" })
         ))
       .handle("restart", ({ headers, path }) =>
-        Effect.flatMap(requester(headers), (who) => machines.change(who, path.id, "restart", {})))
+        Effect.flatMap(requester(headers), (who) =>
+          machines.change(who, path.id, "restart", {})))
       .handle("delete", ({ headers, path }) =>
-        Effect.flatMap(requester(headers), (who) => machines.change(who, path.id, "delete", {})))
+        Effect.flatMap(requester(headers), (who) =>
+          machines.change(who, path.id, "delete", {})))
       .handle("exec", ({ headers, path, payload }) =>
-        Effect.flatMap(requester(headers), (who) => machines.change(who, path.id, "exec", { ...payload })))
+        Effect.flatMap(requester(headers), (who) =>
+          machines.change(who, path.id, "exec", { ...payload })))
       .handle("writeFile", ({ headers, path, payload }) =>
-        Effect.flatMap(requester(headers), (who) => machines.change(who, path.id, "write_file", { ...payload })))
+        Effect.flatMap(requester(headers), (who) =>
+          machines.change(who, path.id, "write_file", { ...payload })))
       .handle("readFile", ({ headers, path, payload }) =>
-        Effect.flatMap(requester(headers), (who) => machines.change(who, path.id, "read_file", { ...payload })))
+        Effect.flatMap(requester(headers), (who) =>
+          machines.change(who, path.id, "read_file", { ...payload })))
   }))

@@ -18,7 +18,10 @@ export const MembersHandlers = HttpApiBuilder.group(Api, "members", (handlers) =
         Effect.gen(function*() {
           const organization = yield* currentOrganization
           const members = yield* accounts.members(organization.id)
-          const running = yield* Effect.forEach(members, (member) => machines.countRunningBy(organization.id, member.user_id))
+          const running = yield* Effect.forEach(
+            members,
+            (member) => machines.countRunningBy(organization.id, member.user_id)
+          )
           return {
             items: members.map((member, index) => ({
               user_id: member.user_id,

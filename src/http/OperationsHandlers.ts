@@ -37,7 +37,7 @@ export const OperationsHandlers = HttpApiBuilder.group(Api, "operations", (handl
         const live = yield* bus.subscribe
         let last = after
         let ended = false
-        const readMore = Effect.map(operations.eventsAfter(operation.id, last), (rows) => {
+        const readMore = Effect.map(Effect.suspend(() => operations.eventsAfter(operation.id, last)), (rows) => {
           if (rows.length > 0) last = rows[rows.length - 1]!.id
           if (rows.some((row) => row.name === "end")) ended = true
           return rows

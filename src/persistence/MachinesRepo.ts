@@ -81,13 +81,21 @@ const make = Effect.gen(function*() {
               AND COALESCE(m.last_activity_at, m.started_at) + m.idle_sleep_seconds * 1000 <= ${now}))
           AND NOT EXISTS (SELECT 1 FROM operations o WHERE o.machine_id = m.id
             AND o.status IN ('pending', 'running', 'uncertain'))`.pipe(Effect.orDie),
+    /** The earliest time a running machine's stop timer runs out, or null when none has one. */
+    nextTimerDue: sql<{ due: number | null }>`SELECT MIN(due) AS due FROM (
+        SELECT started_at + auto_stop_seconds * 1000 AS due FROM machines
+          WHERE state = 'running' AND projected_state = 'running' AND auto_stop_seconds IS NOT NULL
+        UNION ALL
+        SELECT COALESCE(last_activity_at, started_at) + idle_sleep_seconds * 1000 FROM machines
+          WHERE state = 'running' AND projected_state = 'running' AND idle_sleep_seconds IS NOT NULL
+      ) AS timers`.pipe(Effect.map((rows) => rows[0]?.due ?? null), Effect.orDie),
     /** Machines a member created that run, or will once accepted operations have run. */
     countRunningBy: (organizationId: string, userId: string) =>
       sql<{ n: number }>`SELECT COUNT(*) AS n FROM machines WHERE organization_id = ${organizationId}
         AND created_by = ${userId} AND projected_state = 'running'`.pipe(
-          Effect.map((rows) => Number(rows[0]?.n ?? 0)),
-          Effect.orDie
-        )
+        Effect.map((rows) => Number(rows[0]?.n ?? 0)),
+        Effect.orDie
+      )
   }
 })
 

@@ -127,11 +127,17 @@ export const apply = (
     switch (operation.kind) {
       case "create": {
         yield* driver.create(spec)
-        if (request.start !== true) return outcome({ status: "succeeded", unchanged: false, machine: { state: "stopped" } })
+        if (request.start !== true) {
+          return outcome({ status: "succeeded", unchanged: false, machine: { state: "stopped" } })
+        }
         const booted = yield* boot
-        if (Option.isNone(booted)) return outcome({ status: "correlation_miss", machine: { state: "failed" } })
+        if (Option.isNone(booted)) {
+          return outcome({ status: "correlation_miss", machine: { state: "failed" } })
+        }
         const running: MachinePatch = { state: "running", boot_id: booted.value, started_at: now }
-        if (typeof request.setup_script !== "string") return outcome({ status: "succeeded", unchanged: false, machine: running })
+        if (typeof request.setup_script !== "string") {
+          return outcome({ status: "succeeded", unchanged: false, machine: running })
+        }
         const setup = yield* runOnce(machine, operation, {
           argv: ["/bin/sh", "-c", request.setup_script],
           timeoutSeconds: 3600
@@ -144,7 +150,9 @@ export const apply = (
           return outcome({ status: "succeeded", unchanged: true, machine: {} })
         }
         const booted = yield* boot
-        if (Option.isNone(booted)) return outcome({ status: "correlation_miss" })
+        if (Option.isNone(booted)) {
+          return outcome({ status: "correlation_miss" })
+        }
         return outcome({
           status: "succeeded",
           unchanged: false,
@@ -159,17 +167,27 @@ export const apply = (
           stopped_at: now,
           last_stop_reason: request.stop_reason ?? "api"
         }
-        if (!seen.running) return outcome({ status: "succeeded", unchanged: machine.state === "stopped", machine: stopped })
+        if (!seen.running) {
+          return outcome({ status: "succeeded", unchanged: machine.state === "stopped", machine: stopped })
+        }
         yield* driver.stop(machine.id, { force: request.force === true })
         const after = yield* driver.observe(machine.id)
-        return outcome(after.running ? { status: "correlation_miss" } : { status: "succeeded", unchanged: false, machine: stopped })
+        return outcome(
+          after.running ? { status: "correlation_miss" } : { status: "succeeded", unchanged: false, machine: stopped }
+        )
       }
       case "restart": {
         const before = yield* driver.observe(machine.id)
         yield* driver.stop(machine.id, { force: false })
         const booted = yield* boot
-        if (Option.isNone(booted) || booted.value === before.bootId) return outcome({ status: "correlation_miss" })
-        return outcome({ status: "succeeded", unchanged: false, machine: { state: "running", boot_id: booted.value, started_at: now } })
+        if (Option.isNone(booted) || booted.value === before.bootId) {
+          return outcome({ status: "correlation_miss" })
+        }
+        return outcome({
+          status: "succeeded",
+          unchanged: false,
+          machine: { state: "running", boot_id: booted.value, started_at: now }
+        })
       }
       case "delete": {
         yield* driver.destroy(machine.id)

@@ -5,8 +5,8 @@
  * start, what was `running` becomes `uncertain` and every machine with open work is woken.
  */
 import { Cause, Clock, Context, Deferred, Effect, Layer, Option, Queue } from "effect"
-import { DomainEvents } from "../events/DomainEvents.js"
 import { MachineDriver } from "../drivers/MachineDriver.js"
+import { DomainEvents } from "../events/DomainEvents.js"
 import { MachinesRepo } from "../persistence/MachinesRepo.js"
 import { isTerminal, type OperationRow, OperationsRepo, type OperationStatus } from "../persistence/OperationsRepo.js"
 import { apply, type Outcome } from "./Apply.js"
@@ -184,11 +184,13 @@ const make = Effect.gen(function*() {
   const supervised = (machineId: string, self: Actor): Effect.Effect<void> =>
     actor(machineId, self).pipe(
       Effect.catchAllCause((cause) =>
-        Cause.isInterruptedOnly(cause) ? Effect.failCause(cause) : Effect.logError("machine actor crashed; restarting", cause).pipe(
-          Effect.annotateLogs("machine_id", machineId),
-          Effect.zipRight(Effect.sleep("1 second")),
-          Effect.zipRight(Effect.suspend(() => supervised(machineId, self)))
-        )
+        Cause.isInterruptedOnly(cause) ?
+          Effect.failCause(cause) :
+          Effect.logError("machine actor crashed; restarting", cause).pipe(
+            Effect.annotateLogs("machine_id", machineId),
+            Effect.zipRight(Effect.sleep("1 second")),
+            Effect.zipRight(Effect.suspend(() => supervised(machineId, self)))
+          )
       )
     )
 

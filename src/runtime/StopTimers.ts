@@ -1,39 +1,66 @@
 /**
- * `auto_stop_seconds` and `idle_sleep_seconds` (extensions.md §5): once a second, machines whose
- * time ran out get a `stop` operation with `stop_reason` `auto_stop` or `idle_sleep`, accepted like
- * any other change. Its idempotency key names the boot (`<reason>:<machine>:<boot id>`), so a tick
- * that races the actor, or a restart of svc, never stops a machine twice for one boot. Reading the
- * machines table each tick (not timers in memory) makes PATCHed values and restarts just work.
+ * `auto_stop_seconds` and `idle_sleep_seconds` (extensions.md §5): running machines whose time ran
+ * out get a `stop` operation with `stop_reason` `auto_stop` or `idle_sleep`, accepted like any
+ * other change. Its idempotency key names the boot (`<reason>:<machine>:<boot id>`), so a check
+ * that races the actor, or a restart of svc, never stops a machine twice for one boot.
+ *
+ * The timers live in the machines table, not in memory, so PATCHed values and restarts just work.
+ * One fiber sleeps until the earliest timer runs out, and is woken early when a machine boots or
+ * its settings change. A machine that is due but still has operations to run is looked at again a
+ * second later (work in flight is activity; its turn comes first).
  */
-import { Clock, Effect, Layer, Schedule } from "effect"
+import { Clock, Duration, Effect, Layer, Queue } from "effect"
+import { DomainEvents } from "../events/DomainEvents.js"
 import { MachinesRepo } from "../persistence/MachinesRepo.js"
 import { Machines } from "../services/Machines.js"
 
-const tick = Effect.gen(function*() {
+const busyRetry = Duration.seconds(1)
+
+export const layer = Layer.scopedDiscard(Effect.gen(function*() {
   const machines = yield* MachinesRepo
   const service = yield* Machines
-  const now = yield* Clock.currentTimeMillis
-  for (const machine of yield* machines.dueForStop(now)) {
-    yield* service.change(
-      {
-        organizationId: machine.organization_id,
-        userId: machine.created_by,
-        idempotencyKey: `${machine.reason}:${machine.id}:${machine.boot_id ?? "none"}`
-      },
-      machine.id,
-      "stop",
-      { force: false, stop_reason: machine.reason }
-    ).pipe(
-      // The machine changed meanwhile (a user stopped or deleted it): nothing to do.
-      Effect.catchAll((error) => Effect.logDebug("timed stop not accepted", error._tag))
-    )
-  }
-})
+  const bus = yield* DomainEvents
+  const events = yield* bus.subscribe
 
-export const layer = Layer.scopedDiscard(
-  tick.pipe(
-    Effect.catchAllCause((cause) => Effect.logError("stop timers tick failed", cause)),
-    Effect.repeat(Schedule.spaced("1 second")),
+  const stopDue = Effect.gen(function*() {
+    const now = yield* Clock.currentTimeMillis
+    for (const machine of yield* machines.dueForStop(now)) {
+      yield* service.change(
+        {
+          organizationId: machine.organization_id,
+          userId: machine.created_by,
+          idempotencyKey: `${machine.reason}:${machine.id}:${machine.boot_id ?? "none"}`
+        },
+        machine.id,
+        "stop",
+        { force: false, stop_reason: machine.reason }
+      ).pipe(
+        // The machine changed meanwhile (a user stopped or deleted it): nothing to do.
+        Effect.catchAll((error) => Effect.logDebug("timed stop not accepted", error._tag))
+      )
+    }
+  })
+
+  /** Completes at the next timer, or at once when a machine boots or its settings change. */
+  const nextWake = Effect.gen(function*() {
+    const due = yield* machines.nextTimerDue
+    const now = yield* Clock.currentTimeMillis
+    const wait = due === null ? Duration.infinity : due <= now ? busyRetry : Duration.millis(due - now)
+    const changed = Queue.take(events).pipe(
+      Effect.repeat({
+        until: (event) =>
+          (event._tag === "MachineEvent" && event.type === "machine.ready") || event._tag === "MachineSettingsChanged"
+      })
+    )
+    yield* Effect.raceFirst(Effect.sleep(wait), Effect.asVoid(changed))
+  })
+
+  yield* stopDue.pipe(
+    Effect.zipRight(nextWake),
+    Effect.catchAllCause((cause) =>
+      Effect.logError("stop timers failed", cause).pipe(Effect.zipRight(Effect.sleep(busyRetry)))
+    ),
+    Effect.forever,
     Effect.forkScoped
   )
-)
+}))

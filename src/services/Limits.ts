@@ -59,7 +59,8 @@ const make = Effect.gen(function*() {
         const [starts] = current.starts
         if (starts !== undefined && starts.used >= starts.limit) {
           return yield* new LimitExceeded({
-            detail: `The organization may boot ${starts.limit} machines per hour (${current.tier} tier); try again later`
+            detail:
+              `The organization may boot ${starts.limit} machines per hour (${current.tier} tier); try again later`
           })
         }
         if (machine?.projected_state === "running") return

@@ -4,13 +4,15 @@
  * the idempotency record are one transaction, committed before the 202 is answered. Then the
  * machine's actor is woken.
  */
+import type { SqlClient } from "@effect/sql"
 import { Clock, Context, Effect, Layer, Option } from "effect"
-import type { AcceptedChange, CreateMachineRequest } from "../api/MachinesApi.js"
 import { ResourceNotFound } from "../api/Errors.js"
 import { IdempotencyConflict, machineConflicts, NameTaken } from "../api/MachineErrors.js"
+import type { AcceptedChange, CreateMachineRequest } from "../api/MachinesApi.js"
 import { AppConfig } from "../config/AppConfig.js"
 import { uuidv7 } from "../domain/Ids.js"
 import { conflictOf, type OperationKind, projectedAfter } from "../domain/MachineStates.js"
+import { DomainEvents } from "../events/DomainEvents.js"
 import { GroupCommit } from "../persistence/GroupCommit.js"
 import { type MachinePatch, type MachineRow, MachinesRepo } from "../persistence/MachinesRepo.js"
 import { OperationsRepo } from "../persistence/OperationsRepo.js"
@@ -45,6 +47,7 @@ const make = Effect.gen(function*() {
   const operations = yield* OperationsRepo
   const supervisor = yield* MachineSupervisor
   const limits = yield* Limits
+  const bus = yield* DomainEvents
 
   const accepted = (operationId: string, machineId: string, kind: string): AcceptedChange => ({
     operation_id: operationId,
@@ -101,56 +104,86 @@ const make = Effect.gen(function*() {
           created_at: now
         })
       }
-      yield* operations.appendEvent(operation.id, "status", { status: "pending", attempt_count: 0, error_code: null }, now)
+      yield* operations.appendEvent(
+        operation.id,
+        "status",
+        { status: "pending", attempt_count: 0, error_code: null },
+        now
+      )
     })
 
-  const afterCommit = <E>(effect: Effect.Effect<{ answer: AcceptedChange; fresh: boolean }, E>) =>
-    Effect.tap(commit.transaction(effect), ({ answer, fresh }) => fresh ? supervisor.wake(answer.machine_id) : Effect.void)
-      .pipe(Effect.map(({ answer }) => answer))
+  /** Commits the accept, then wakes the machine's actor and tells the bus (only for a new operation). */
+  const afterCommit = <E>(
+    effect: Effect.Effect<{ answer: AcceptedChange; fresh: boolean }, E, SqlClient.SqlClient>,
+    organizationId: string
+  ) =>
+    Effect.tap(commit.transaction(effect), ({ answer, fresh }) =>
+      fresh
+        ? Effect.zipRight(
+          supervisor.wake(answer.machine_id),
+          answer.requested_action === "create"
+            ? bus.publish({
+              _tag: "MachineEvent",
+              type: "machine.created",
+              machineId: answer.machine_id,
+              organizationId
+            })
+            : Effect.void
+        )
+        : Effect.void).pipe(Effect.map(({ answer }) => answer))
 
   return {
     create: (requester: Requester, body: CreateMachineRequest) => {
       const fingerprint = sha256(`POST /v1/machines ${canonicalJson(body)}`)
-      return afterCommit(Effect.gen(function*() {
-        const again = yield* replay(requester, fingerprint)
-        if (Option.isSome(again)) return { answer: again.value, fresh: false }
-        if (yield* machines.liveNameTaken(requester.organizationId, body.name, null)) {
-          return yield* new NameTaken({ detail: `A live machine is already named ${body.name}` })
-        }
-        if (body.start) yield* limits.checkBoot(requester.organizationId, requester.userId, null)
-        const now = yield* Clock.currentTimeMillis
-        const machineId = uuidv7()
-        const operationId = uuidv7()
-        const row: MachineRow = {
-          id: machineId,
-          organization_id: requester.organizationId,
-          created_by: requester.userId,
-          name: body.name,
-          state: "creating",
-          projected_state: body.start ? "running" : "stopped",
-          size: body.size,
-          image: body.image,
-          environment_id: body.environment_id,
-          environment_version: null,
-          internet_access: body.internet_access ? 1 : 0,
-          auto_stop_seconds: body.auto_stop_seconds,
-          idle_sleep_seconds: body.idle_sleep_seconds,
-          setup_script: body.setup_script,
-          boot_id: null,
-          last_stop_reason: null,
-          source_kind: "empty",
-          source_id: null,
-          created_at: now,
-          updated_at: now,
-          started_at: null,
-          stopped_at: null,
-          deleted_at: null,
-          last_activity_at: null
-        }
-        yield* machines.insert(row)
-        yield* record(requester, fingerprint, { id: operationId, machineId, kind: "create", request: body, boots: body.start }, now)
-        return { answer: accepted(operationId, machineId, "create"), fresh: true }
-      }))
+      return afterCommit(
+        Effect.gen(function*() {
+          const again = yield* replay(requester, fingerprint)
+          if (Option.isSome(again)) return { answer: again.value, fresh: false }
+          if (yield* machines.liveNameTaken(requester.organizationId, body.name, null)) {
+            return yield* new NameTaken({ detail: `A live machine is already named ${body.name}` })
+          }
+          if (body.start) yield* limits.checkBoot(requester.organizationId, requester.userId, null)
+          const now = yield* Clock.currentTimeMillis
+          const machineId = uuidv7()
+          const operationId = uuidv7()
+          const row: MachineRow = {
+            id: machineId,
+            organization_id: requester.organizationId,
+            created_by: requester.userId,
+            name: body.name,
+            state: "creating",
+            projected_state: body.start ? "running" : "stopped",
+            size: body.size,
+            image: body.image,
+            environment_id: body.environment_id,
+            environment_version: null,
+            internet_access: body.internet_access ? 1 : 0,
+            auto_stop_seconds: body.auto_stop_seconds,
+            idle_sleep_seconds: body.idle_sleep_seconds,
+            setup_script: body.setup_script,
+            boot_id: null,
+            last_stop_reason: null,
+            source_kind: "empty",
+            source_id: null,
+            created_at: now,
+            updated_at: now,
+            started_at: null,
+            stopped_at: null,
+            deleted_at: null,
+            last_activity_at: null
+          }
+          yield* machines.insert(row)
+          yield* record(requester, fingerprint, {
+            id: operationId,
+            machineId,
+            kind: "create",
+            request: body,
+            boots: body.start
+          }, now)
+          return { answer: accepted(operationId, machineId, "create"), fresh: true }
+        }),
+        requester.organizationId
+      )
     },
 
     /** Accepts `kind` on the organization's machine `machineId`. */
@@ -161,28 +194,31 @@ const make = Effect.gen(function*() {
       request: Record<string, unknown>
     ) => {
       const fingerprint = sha256(`${kind} ${machineId} ${canonicalJson(request)}`)
-      return afterCommit(Effect.gen(function*() {
-        const again = yield* replay(requester, fingerprint)
-        if (Option.isSome(again)) return { answer: again.value, fresh: false }
-        const found = yield* machines.findIn(requester.organizationId, machineId)
-        if (Option.isNone(found)) return yield* new ResourceNotFound({ detail: "Machine not found" })
-        const machine = found.value
-        const conflict = conflictOf(kind, machine.projected_state)
-        if (conflict !== undefined) {
-          return yield* new machineConflicts[conflict]({
-            detail: `The machine will be ${machine.projected_state} once its accepted operations have run`
-          })
-        }
-        // Starting a machine that will be running anyway boots nothing and costs no start.
-        const boots = kind === "restart" || (kind === "start" && machine.projected_state !== "running")
-        if (boots) yield* limits.checkBoot(requester.organizationId, requester.userId, machine)
-        const now = yield* Clock.currentTimeMillis
-        const operationId = uuidv7()
-        yield* record(requester, fingerprint, { id: operationId, machineId, kind, request, boots }, now)
-        const projected = projectedAfter(kind, machine.projected_state)
-        if (projected !== machine.projected_state) yield* machines.update(machineId, { projected_state: projected })
-        return { answer: accepted(operationId, machineId, kind), fresh: true }
-      }))
+      return afterCommit(
+        Effect.gen(function*() {
+          const again = yield* replay(requester, fingerprint)
+          if (Option.isSome(again)) return { answer: again.value, fresh: false }
+          const found = yield* machines.findIn(requester.organizationId, machineId)
+          if (Option.isNone(found)) return yield* new ResourceNotFound({ detail: "Machine not found" })
+          const machine = found.value
+          const conflict = conflictOf(kind, machine.projected_state)
+          if (conflict !== undefined) {
+            return yield* new machineConflicts[conflict]({
+              detail: `The machine will be ${machine.projected_state} once its accepted operations have run`
+            })
+          }
+          // Starting a machine that will be running anyway boots nothing and costs no start.
+          const boots = kind === "restart" || (kind === "start" && machine.projected_state !== "running")
+          if (boots) yield* limits.checkBoot(requester.organizationId, requester.userId, machine)
+          const now = yield* Clock.currentTimeMillis
+          const operationId = uuidv7()
+          yield* record(requester, fingerprint, { id: operationId, machineId, kind, request, boots }, now)
+          const projected = projectedAfter(kind, machine.projected_state)
+          if (projected !== machine.projected_state) yield* machines.update(machineId, { projected_state: projected })
+          return { answer: accepted(operationId, machineId, kind), fresh: true }
+        }),
+        requester.organizationId
+      )
     },
 
     find: (organizationId: string, machineId: string) =>
@@ -204,6 +240,7 @@ const make = Effect.gen(function*() {
         }
         const now = yield* Clock.currentTimeMillis
         yield* machines.update(machineId, { ...patch, updated_at: now })
+        yield* bus.publish({ _tag: "MachineSettingsChanged", machineId })
         return { ...found.value, ...patch, updated_at: now } as MachineRow
       })
   }

@@ -6,6 +6,8 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Fiber } from "effect"
+import * as NodeFs from "node:fs"
+import * as NodePath from "node:path"
 import { destroyMachines, kill, run, serve } from "../support/Binary.js"
 import { client } from "../support/Http.js"
 import { decode, eventually, runningMachine, settled, sh } from "../support/Machines.js"
@@ -20,7 +22,7 @@ describe("durability", () => {
       const dataDir = yield* tempDir
       yield* Effect.addFinalizer(() => destroyMachines(dataDir, "sandbox"))
       const port = yield* freePort
-      const env = { SVC_DATA_DIR: dataDir, SVC_PORT: String(port), SVC_RUNTIME: "sandbox", SVC_LOG_LEVEL: "error" }
+      const env = { SVC_DATA_DIR: dataDir, SVC_PORT: String(port), SVC_RUNTIME: "sandbox", SVC_BILLING: "unlimited" }
       const first = yield* serve(env)
       const boot = yield* run(["admin", "bootstrap", "--email", "ops@example.com", "--data-dir", dataDir])
       const api = client(`http://127.0.0.1:${port}`, { key: JSON.parse(boot.stdout).api_key })
@@ -48,6 +50,12 @@ describe("durability", () => {
       yield* Fiber.join(fiber)
       const accepted = answered.flat().length
       assert.isBelow(accepted, machines * perMachine, "the kill came in the middle of the burst")
+      // Work was still queued when svc died: fewer lines on the disks than operations answered 202.
+      const linesAtKill = ids.map((id) => {
+        const log = NodePath.join(dataDir, "machines", id, "disk", "workspace", "log")
+        return NodeFs.existsSync(log) ? NodeFs.readFileSync(log, "utf8").trim().split("\n").length : 0
+      })
+      assert.isBelow(linesAtKill.reduce((a, b) => a + b, 0), accepted, "operations were pending at the kill")
 
       yield* serve(env)
       for (const [index, id] of ids.entries()) {

@@ -247,7 +247,7 @@ describe("machines", () => {
       assert.strictEqual(spare.status, 202)
       const early = yield* api("POST", `/v1/machines/${spare.body.machine_id}/start`)
       assert.strictEqual(early.body.code, "limit_exceeded")
-      yield* api("POST", `/v1/machines/${first}/stop`)
+      yield* api("POST", `/v1/machines/${first}/stop`, { json: {} })
       assert.strictEqual((yield* api("POST", `/v1/machines/${spare.body.machine_id}/start`)).status, 202)
       assert.strictEqual((yield* api("POST", `/v1/machines/${spare.body.machine_id}/restart`)).status, 202)
       const fourth = yield* api("POST", `/v1/machines/${spare.body.machine_id}/restart`)
@@ -277,7 +277,7 @@ describe("machines", () => {
       for (
         const [method, path] of [
           ["GET", `/v1/machines/${id}`],
-          ["POST", `/v1/machines/${id}/stop`],
+          ["POST", `/v1/machines/${id}/start`],
           ["GET", `/v1/operations/${operation}`],
           ["POST", `/v1/operations/${operation}/cancel`]
         ] as const

@@ -18,7 +18,9 @@ const setup = (wrapDriver?: DriverWrapper) =>
   })
 
 const stateIs = (api: ReturnType<typeof client>, id: string, state: string) =>
-  eventually(Effect.map(api("GET", `/v1/machines/${id}`), (reply) => reply.body.state === state ? reply.body : undefined))
+  eventually(
+    Effect.map(api("GET", `/v1/machines/${id}`), (reply) => reply.body.state === state ? reply.body : undefined)
+  )
 
 /** Gives the server's fibers a real moment to act on a clock change before asserting nothing happened. */
 const settle = realSleep(150)

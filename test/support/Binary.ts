@@ -18,12 +18,17 @@ export interface Finished {
 /** Runs `svc ARGS` to its end. */
 export const run = (args: ReadonlyArray<string>, env: Record<string, string> = {}) =>
   Effect.async<Finished>((resume) => {
-    const child = NodeChild.execFile(process.execPath, [bin, ...args], { env: { ...process.env, ...env } }, (error) =>
-      resume(Effect.succeed({
-        code: error === null ? 0 : typeof error.code === "number" ? error.code : 1,
-        stdout,
-        stderr
-      })))
+    const child = NodeChild.execFile(
+      process.execPath,
+      [bin, ...args],
+      { env: { ...process.env, ...env } },
+      (error) =>
+        resume(Effect.succeed({
+          code: error === null ? 0 : typeof error.code === "number" ? error.code : 1,
+          stdout,
+          stderr
+        }))
+    )
     let stdout = ""
     let stderr = ""
     child.stdout!.on("data", (chunk) => (stdout += chunk))

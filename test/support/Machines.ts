@@ -33,14 +33,18 @@ export const settled = (api: Api, operationId: string, ms = 20_000) =>
 
 /** The operation once it has status `status`. */
 export const reached = (api: Api, operationId: string, status: string) =>
-  eventually(Effect.map(api("GET", `/v1/operations/${operationId}`), (reply) =>
-    reply.body?.status === status ? reply.body : undefined))
+  eventually(
+    Effect.map(api("GET", `/v1/operations/${operationId}`), (reply) =>
+      reply.body?.status === status ? reply.body : undefined)
+  )
 
 /** Accepts a change and answers its settled operation; fails the test on a non-202 answer. */
 export const change = (api: Api, method: string, path: string, json?: unknown) =>
   Effect.gen(function*() {
     const accepted = yield* api(method, path, json === undefined ? {} : { json })
-    if (accepted.status !== 202) return yield* Effect.dieMessage(`${method} ${path}: ${accepted.status} ${accepted.text}`)
+    if (accepted.status !== 202) {
+      return yield* Effect.dieMessage(`${method} ${path}: ${accepted.status} ${accepted.text}`)
+    }
     return yield* settled(api, accepted.body.operation_id)
   })
 
@@ -74,7 +78,11 @@ export const readEvents = (url: string, headers: Record<string, string>) =>
           const at = line.indexOf(":")
           if (at > 0) fields[line.slice(0, at)] = line.slice(at + 1).trimStart()
         }
-        return { id: fields.id, event: fields.event, data: fields.data === undefined ? undefined : JSON.parse(fields.data) }
+        return {
+          id: fields.id,
+          event: fields.event,
+          data: fields.data === undefined ? undefined : JSON.parse(fields.data)
+        }
       })
     }
   })

@@ -12,9 +12,9 @@ import * as NodeNet from "node:net"
 import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
 import { ServicesLive, servicesWith } from "../../src/App.js"
+import { AppConfig, type AppConfigShape, defaultLimits } from "../../src/config/AppConfig.js"
 import * as Drivers from "../../src/drivers/Drivers.js"
 import { MachineDriver, type MachineDriverShape } from "../../src/drivers/MachineDriver.js"
-import { AppConfig, type AppConfigShape, defaultLimits } from "../../src/config/AppConfig.js"
 import { RoutesLive } from "../../src/http/Server.js"
 import { readOutbox } from "../../src/mail/Outbox.js"
 import { Accounts } from "../../src/services/Accounts.js"
@@ -82,9 +82,11 @@ export const startServer = (overrides: Partial<AppConfigShape> = {}, wrapDriver?
       Layer.provideMerge(
         wrapDriver === undefined
           ? ServicesLive
-          : servicesWith(Layer.effect(MachineDriver, Effect.map(MachineDriver, wrapDriver)).pipe(
-            Layer.provide(Drivers.layer)
-          ))
+          : servicesWith(
+            Layer.effect(MachineDriver, Effect.map(MachineDriver, wrapDriver)).pipe(
+              Layer.provide(Drivers.layer)
+            )
+          )
       ),
       Layer.provideMerge(configLayer),
       Layer.provideMerge(NodeHttpServer.layer(createServer, { host: "127.0.0.1", port }))
