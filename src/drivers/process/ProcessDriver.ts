@@ -1,19 +1,30 @@
 /**
  * The `process` driver: a machine is a folder on the host and its commands are plain child
- * processes of svc. It isolates nothing (a command sees the whole host as the user svc runs as);
- * it exists for development on hosts without bubblewrap, and says so when it starts.
+ * processes of svc. It isolates nothing (a command sees the whole host, as the user svc runs as,
+ * and an absolute path is a host path); it exists for development on hosts without bubblewrap,
+ * and says so when it starts.
  *
- * Layout: `<data dir>/machines/<id>/disk/{home,workspace,tmp}`; `run.json` while the machine runs
- * ({bootId, hostBootId}); `cpu.json` with the CPU seconds of earlier boots. Every process of a
- * machine carries `SVC_MACHINE_ID` in its environment, which is how stop finds and ends them all,
- * background processes included, even after svc restarted.
+ * Layout: the one of every driver (MachineFiles); the machine's home is `disk/root`. `run.json`
+ * ({bootId, hostBootId, env}) exists while the machine runs; nothing runs for an idle machine.
+ * Every process of a machine carries `SVC_MACHINE_ID` in its environment, which is how stop finds
+ * and ends them all, background and `setsid` ones included, even after svc restarted.
  */
 import { Effect, Layer } from "effect"
 import * as NodeCrypto from "node:crypto"
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
-import { allPids, hostBootId, killPid, procStat, readJson, runCommand, writeAtomic } from "../HostProcess.js"
+import { hostBootId, killPid, pidsWithEnv, procStat, runCommand, waitFor } from "../HostProcess.js"
 import { DriverError, MachineDriver, type MachineDriverShape, NotRunning } from "../MachineDriver.js"
+import {
+  cpuCredit,
+  cpuFold,
+  cpuForget,
+  cpuTotal,
+  ensureDisk,
+  machinePaths,
+  readJson,
+  writeAtomic
+} from "../MachineFiles.js"
 
 interface RunRecord {
   readonly bootId: string
@@ -21,96 +32,109 @@ interface RunRecord {
   readonly env: Readonly<Record<string, string>>
 }
 
-const folders = ["home", "workspace", "tmp"] as const
+/** The variable that marks every process of a machine. */
+const marker = "SVC_MACHINE_ID"
+
+/** How long processes get after SIGTERM before SIGKILL. */
+const graceMs = 5_000
 
 const attempt = <A>(what: string, run: () => A) =>
   Effect.try({ try: run, catch: (cause) => new DriverError({ message: `${what}: ${String(cause)}`, cause }) })
 
 export const make = (options: { readonly dataDir: string }): MachineDriverShape => {
-  const machineDir = (id: string) => NodePath.join(options.dataDir, "machines", id)
-  const diskDir = (id: string) => NodePath.join(machineDir(id), "disk")
-  const runFile = (id: string) => NodePath.join(machineDir(id), "run.json")
-  const cpuFile = (id: string) => NodePath.join(machineDir(id), "cpu.json")
+  const paths = (id: string) => machinePaths(options.dataDir, id)
 
   /** The run record of a machine running in this host boot, if any. */
   const running = (id: string) => {
-    const record = readJson<RunRecord>(runFile(id))
+    const record = readJson<RunRecord>(paths(id).run)
     return record !== undefined && record.hostBootId === hostBootId() ? record : undefined
   }
 
-  const marker = (id: string) => `SVC_MACHINE_ID=${id}\0`
-
   /** Host processes that belong to the machine (found by the variable every one inherits). */
-  const processesOf = (id: string) =>
-    allPids().filter((pid) => {
-      try {
-        return NodeFs.readFileSync(`/proc/${pid}/environ`, "latin1").includes(marker(id))
-      } catch {
-        return false
-      }
-    })
+  const processesOf = (id: string) => pidsWithEnv(marker, id)
 
+  /** CPU seconds of the machine's live processes (those that ended were credited at their exit). */
   const liveCpu = (id: string) => processesOf(id).reduce((sum, pid) => sum + (procStat(pid)?.cpuSeconds ?? 0), 0)
-  const earlierCpu = (id: string) => readJson<{ seconds: number }>(cpuFile(id))?.seconds ?? 0
 
   const stop: MachineDriverShape["stop"] = (id, { force }) =>
-    attempt("stop", () => {
-      writeAtomic(cpuFile(id), JSON.stringify({ seconds: earlierCpu(id) + liveCpu(id) }))
-      for (const pid of processesOf(id)) killPid(pid, force ? "SIGKILL" : "SIGTERM")
-    }).pipe(
-      Effect.zipRight(Effect.gen(function*() {
-        // Polite first: up to 5 s for SIGTERM, then SIGKILL whatever is left.
-        for (let waited = 0; !force && waited < 5000 && processesOf(id).length > 0; waited += 50) {
-          yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 50)))
-        }
-        for (const pid of processesOf(id)) killPid(pid, "SIGKILL")
-      })),
-      Effect.zipRight(attempt("stop", () => NodeFs.rmSync(runFile(id), { force: true })))
-    )
+    Effect.gen(function*() {
+      const record = yield* attempt("stop", () => running(id))
+      if (record !== undefined) yield* attempt("stop", () => cpuFold(paths(id).cpu, record.bootId, liveCpu(id)))
+      if (!force) {
+        for (const pid of processesOf(id)) killPid(pid, "SIGTERM")
+        yield* waitFor(() => processesOf(id).length === 0, graceMs)
+      }
+      // Again until none is left: a process may fork while it is being killed.
+      const gone = yield* waitFor(() => {
+        const left = processesOf(id)
+        for (const pid of left) killPid(pid, "SIGKILL")
+        return left.length === 0
+      }, graceMs)
+      if (!gone) return yield* new DriverError({ message: `stop: processes of machine ${id} did not end` })
+      yield* attempt("stop", () => NodeFs.rmSync(paths(id).run, { force: true }))
+    })
 
   return {
     name: "process",
     isolates: false,
-    create: (spec) =>
-      attempt("create", () => {
-        for (const folder of folders) NodeFs.mkdirSync(NodePath.join(diskDir(spec.id), folder), { recursive: true })
-      }),
+    create: (spec) => attempt("create", () => ensureDisk(paths(spec.id))),
     start: (spec) =>
       attempt("start", () => {
         const current = running(spec.id)
         if (current !== undefined) return { bootId: current.bootId }
-        if (!NodeFs.existsSync(diskDir(spec.id))) throw new Error(`machine ${spec.id} has no disk`)
+        if (!NodeFs.existsSync(paths(spec.id).disk)) throw new Error(`machine ${spec.id} has no disk`)
+        if (spec.image !== "default") throw new Error(`image ${spec.image}: only "default" (the host) is supported`)
+        ensureDisk(paths(spec.id))
         const record: RunRecord = { bootId: NodeCrypto.randomUUID(), hostBootId: hostBootId(), env: spec.env }
-        writeAtomic(runFile(spec.id), JSON.stringify(record))
+        writeAtomic(paths(spec.id).run, JSON.stringify(record))
         return { bootId: record.bootId }
       }),
     stop,
     destroy: (id) =>
-      Effect.zipRight(stop(id, { force: true }), attempt("destroy", () => NodeFs.rmSync(machineDir(id), { recursive: true, force: true }))),
+      Effect.zipRight(
+        stop(id, { force: true }),
+        attempt("destroy", () => {
+          NodeFs.rmSync(paths(id).machine, { recursive: true, force: true })
+          cpuForget(paths(id).cpu)
+        })
+      ),
     observe: (id) =>
       attempt("observe", () => {
         const record = running(id)
-        return { exists: NodeFs.existsSync(diskDir(id)), running: record !== undefined, bootId: record?.bootId ?? null }
+        return {
+          exists: NodeFs.existsSync(paths(id).disk),
+          running: record !== undefined,
+          bootId: record?.bootId ?? null
+        }
       }),
     exec: (id, request, onOutput) =>
       Effect.suspend((): Effect.Effect<{ readonly exitCode: number }, DriverError | NotRunning> => {
         const record = running(id)
         if (record === undefined) return Effect.fail(new NotRunning({ machineId: id }))
-        const home = NodePath.join(diskDir(id), "home")
+        const disk = paths(id).disk
+        const home = NodePath.join(disk, "root")
         return runCommand(request.argv, {
           cwd: NodePath.resolve(home, request.cwd ?? "."),
           env: {
             PATH: process.env.PATH ?? "/usr/local/bin:/usr/bin:/bin",
             HOME: home,
-            TMPDIR: NodePath.join(diskDir(id), "tmp"),
+            TMPDIR: NodePath.join(disk, "tmp"),
             ...record.env,
             ...request.env,
-            SVC_MACHINE_ID: id
+            [marker]: id
           },
-          stdin: request.stdin
+          stdin: request.stdin,
+          onExit: (seconds) => cpuCredit(paths(id).cpu, seconds)
         }, onOutput)
       }),
-    cpuSeconds: (id) => attempt("cpu", () => earlierCpu(id) + liveCpu(id))
+    cpuSeconds: (id) =>
+      attempt("cpu", () => {
+        const record = running(id)
+        return cpuTotal(
+          paths(id).cpu,
+          record === undefined ? undefined : { bootId: record.bootId, seconds: liveCpu(id) }
+        )
+      })
   }
 }
 
@@ -118,7 +142,9 @@ export const layer = (options: { readonly dataDir: string }) =>
   Layer.effect(
     MachineDriver,
     Effect.as(
-      Effect.logWarning("SVC_RUNTIME=process: machines are plain host processes; nothing is isolated"),
+      Effect.logWarning(
+        "SVC_RUNTIME=process: machines are plain host processes of svc; nothing is isolated (development only)"
+      ),
       make(options)
     )
   )

@@ -1,0 +1,107 @@
+/**
+ * What the drivers keep on disk for a machine, the same for every driver (docs/drivers.md):
+ *
+ *     <data dir>/machines/<id>/
+ *       disk/{root,home,tmp,var/tmp,opt,srv,workspace}   the machine's files, kept across boots
+ *       run.json                                         while it runs: what names the boot
+ *       cpu.json                                         CPU seconds of what has ended
+ *
+ * and the CPU ledger that makes `cpuSeconds` monotonic across boots and restarts of svc.
+ */
+import * as NodeFs from "node:fs"
+import * as NodePath from "node:path"
+
+/** The writable folders of a machine's disk; the sandbox binds each at `/<folder>`. */
+export const diskFolders = ["root", "home", "tmp", "var/tmp", "opt", "srv", "workspace"] as const
+
+export interface MachinePaths {
+  readonly machine: string
+  readonly disk: string
+  readonly run: string
+  readonly cpu: string
+}
+
+export const machinePaths = (dataDir: string, id: string): MachinePaths => {
+  if (id === "" || id.includes("/") || id === "." || id === "..") {
+    throw new Error(`invalid machine id ${JSON.stringify(id)}`)
+  }
+  const machine = NodePath.join(dataDir, "machines", id)
+  return {
+    machine,
+    disk: NodePath.join(machine, "disk"),
+    run: NodePath.join(machine, "run.json"),
+    cpu: NodePath.join(machine, "cpu.json")
+  }
+}
+
+/** mkdir -p of every disk folder: keeps whatever is there. */
+export const ensureDisk = (paths: MachinePaths) => {
+  for (const folder of diskFolders) NodeFs.mkdirSync(NodePath.join(paths.disk, folder), { recursive: true })
+}
+
+/** Writes a file atomically (temporary name, then rename), so a crash never leaves half of it. */
+export const writeAtomic = (path: string, text: string) => {
+  const temporary = `${path}.${process.pid}.tmp`
+  NodeFs.writeFileSync(temporary, text, { mode: 0o600 })
+  NodeFs.renameSync(temporary, path)
+}
+
+export const readJson = <A>(path: string): A | undefined => {
+  try {
+    return JSON.parse(NodeFs.readFileSync(path, "utf8")) as A
+  } catch {
+    return undefined
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// CPU ledger
+
+/**
+ * `cpu.json`: `seconds` is the CPU time of everything that has ended (earlier boots, commands
+ * that exited). `folded` remembers the boot whose time a stop added last, so that a stop repeated
+ * for the same boot (after a crash between recording and killing) adds only the difference.
+ */
+interface Ledger {
+  readonly seconds: number
+  readonly folded?: { readonly bootId: string; readonly seconds: number } | undefined
+}
+
+const readLedger = (path: string): Ledger => readJson<Ledger>(path) ?? { seconds: 0 }
+
+/** What the current boot's sample adds on top of the ledger. */
+const unfolded = (ledger: Ledger, bootId: string, sample: number) =>
+  ledger.folded?.bootId === bootId ? Math.max(0, sample - ledger.folded.seconds) : sample
+
+/** The highest total answered per ledger file in this process: the answer never goes down. */
+const answered = new Map<string, number>()
+
+/**
+ * The machine's CPU seconds: the ledger plus `boot`, the current boot's sample (its id and the
+ * seconds counted so far), kept monotonic in this process (a sample may dip for a moment, e.g.
+ * between a process's exit and its parent's wait).
+ */
+export const cpuTotal = (path: string, boot: { readonly bootId: string; readonly seconds: number } | undefined) => {
+  const ledger = readLedger(path)
+  const total = ledger.seconds + (boot === undefined ? 0 : unfolded(ledger, boot.bootId, boot.seconds))
+  const answer = Math.max(total, answered.get(path) ?? 0)
+  answered.set(path, answer)
+  return answer
+}
+
+/** Adds the CPU time of something that ended (a command that exited). */
+export const cpuCredit = (path: string, seconds: number) => {
+  if (!(seconds > 0) || !NodeFs.existsSync(NodePath.dirname(path))) return
+  const ledger = readLedger(path)
+  writeAtomic(path, JSON.stringify({ ...ledger, seconds: ledger.seconds + seconds }))
+}
+
+/** Adds the final sample of a boot that is being stopped. */
+export const cpuFold = (path: string, bootId: string, sample: number) => {
+  const ledger = readLedger(path)
+  const seconds = Math.max(ledger.seconds + unfolded(ledger, bootId, sample), answered.get(path) ?? 0)
+  writeAtomic(path, JSON.stringify({ seconds, folded: { bootId, seconds: sample } }))
+}
+
+/** Forgets the in-process answers of a destroyed machine. */
+export const cpuForget = (path: string) => void answered.delete(path)

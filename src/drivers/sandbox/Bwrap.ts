@@ -1,0 +1,92 @@
+/** The bubblewrap command line of a machine: what it sees, and nothing else (docs/drivers.md). */
+import * as NodeFs from "node:fs"
+import * as NodePath from "node:path"
+import { diskFolders } from "../MachineFiles.js"
+
+export { diskFolders }
+
+/** PATH inside a machine (and for the commands exec runs). */
+export const machinePath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+/** HOME inside a machine: processes run as root there (in their own user namespace). */
+export const machineHome = "/root"
+
+/**
+ * The machine's first process, pid 2 under bubblewrap's own init (pid 1, which reaps orphans and
+ * ends the namespace when this process ends). It ignores SIGTERM so that a polite stop can end
+ * every other process first and still find the machine there; a stop ends it by killing pid 1.
+ */
+const payload = ["/bin/sh", "-c", "trap '' TERM; exec sleep infinity"]
+
+/** Host top-level entries that are symlinks into /usr on merged-/usr systems, or folders otherwise. */
+const usrLinks = ["bin", "sbin", "lib", "lib64", "lib32", "libx32"]
+
+const rootEntry = (name: string): ReadonlyArray<string> => {
+  const path = `/${name}`
+  try {
+    const stat = NodeFs.lstatSync(path)
+    if (stat.isSymbolicLink()) return ["--symlink", NodeFs.readlinkSync(path), path]
+    if (stat.isDirectory()) return ["--ro-bind", path, path]
+  } catch {
+    // not on this host
+  }
+  return []
+}
+
+/** Host secrets under /etc that a machine must not read: hidden behind /dev/null. */
+const masked = () => {
+  const files = ["/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/sudoers"]
+  try {
+    for (const name of NodeFs.readdirSync("/etc/ssh")) {
+      if (name.startsWith("ssh_host_") && name.endsWith("_key")) files.push(`/etc/ssh/${name}`)
+    }
+  } catch {
+    // no ssh server
+  }
+  return files.filter((file) => NodeFs.existsSync(file)).flatMap((file) => ["--ro-bind", "/dev/null", file])
+}
+
+export interface BwrapOptions {
+  /** The machine's disk folder on the host; each of `diskFolders` is bound at `/<folder>`. */
+  readonly diskDir: string
+  readonly hostname: string
+  readonly internetAccess: boolean
+  /** The fd bubblewrap writes `{"child-pid": N, ...}` to once the machine runs. */
+  readonly infoFd: number
+}
+
+/**
+ * The arguments of `bwrap`. The machine's environment is not among them (command lines are
+ * readable by every host user): bwrap passes on the environment it is spawned with.
+ */
+export const bwrapArgs = (options: BwrapOptions): ReadonlyArray<string> => [
+  // New user (when the host allows), pid, mount, ipc, uts and cgroup namespaces; a network
+  // namespace with only `lo` unless the machine may reach the internet.
+  "--unshare-all",
+  ...(options.internetAccess ? ["--share-net"] : []),
+  "--new-session",
+  "--ro-bind",
+  "/usr",
+  "/usr",
+  "--ro-bind",
+  "/etc",
+  "/etc",
+  ...masked(),
+  ...usrLinks.flatMap(rootEntry),
+  "--proc",
+  "/proc",
+  "--dev",
+  "/dev",
+  ...diskFolders.flatMap((folder) => ["--bind", NodePath.join(options.diskDir, folder), `/${folder}`]),
+  "--hostname",
+  options.hostname,
+  "--chdir",
+  machineHome,
+  "--info-fd",
+  String(options.infoFd),
+  "--",
+  ...payload
+]
+
+/** A host name from a machine id: `svc-` and the id's last 12 letters or digits. */
+export const hostnameOf = (id: string) => `svc-${id.toLowerCase().replace(/[^a-z0-9]/g, "").slice(-12) || "machine"}`

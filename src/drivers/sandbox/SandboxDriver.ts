@@ -1,0 +1,368 @@
+/**
+ * The `sandbox` driver: each machine is a bubblewrap sandbox with its own user, pid, mount, ipc,
+ * uts and cgroup namespaces, no network at all (only `lo`) when internet access is off, the host's
+ * /usr and /etc read-only, and its own writable disk under `<data dir>/machines/<id>/disk`
+ * (docs/drivers.md).
+ *
+ * A sandbox is started detached (its own session, not a child svc waits for), so machines keep
+ * running while svc restarts. `run.json` names it: the host pid of its pid 1, that process's start
+ * time and the host's boot id (together they cannot name another process), and the machine's boot
+ * id. Any svc process that reads it adopts the machine. Exec enters the running sandbox with
+ * `nsenter`, so a background process started by one exec is there for the next, and ends with the
+ * machine's pid 1 at stop.
+ */
+import { Effect, Layer, Runtime } from "effect"
+import * as NodeChild from "node:child_process"
+import * as NodeCrypto from "node:crypto"
+import * as NodeFs from "node:fs"
+import * as NodePath from "node:path"
+import {
+  childrenOf,
+  hostBootId,
+  innermostPid,
+  isAlive,
+  killPid,
+  pidNamespace,
+  pidsInNamespace,
+  procStat,
+  runCommand,
+  takeReapedCpuSeconds,
+  waitFor
+} from "../HostProcess.js"
+import { DriverError, MachineDriver, type MachineDriverShape, type MachineSpec, NotRunning } from "../MachineDriver.js"
+import {
+  cpuCredit,
+  cpuFold,
+  cpuForget,
+  cpuTotal,
+  ensureDisk,
+  machinePaths,
+  readJson,
+  writeAtomic
+} from "../MachineFiles.js"
+import { bwrapArgs, hostnameOf, machineHome, machinePath } from "./Bwrap.js"
+import * as Cgroups from "./Cgroups.js"
+
+interface RunRecord {
+  /** Host pid of the sandbox's pid 1 (bubblewrap's init). */
+  readonly pid: number
+  readonly starttime: number
+  readonly hostBootId: string
+  readonly bootId: string
+  readonly env: Readonly<Record<string, string>>
+  /** The machine's cgroup CPU count when it booted, when the boot's CPU time is counted there. */
+  readonly cgroupCpuAtBoot?: number | undefined
+}
+
+const attempt = <A>(what: string, run: () => A) =>
+  Effect.try({ try: run, catch: (cause) => new DriverError({ message: `${what}: ${String(cause)}`, cause }) })
+
+const bootTimeoutMs = 10_000
+/** How long processes get after SIGTERM before the machine's pid 1 is killed. */
+const graceMs = 5_000
+
+/** An executable on PATH, as an absolute path. */
+const which = (name: string) => {
+  for (const dir of (process.env.PATH ?? "/usr/local/bin:/usr/bin:/bin").split(":")) {
+    const path = NodePath.join(dir || ".", name)
+    try {
+      NodeFs.accessSync(path, NodeFs.constants.X_OK)
+      return NodePath.resolve(path)
+    } catch {
+      // not here
+    }
+  }
+  return undefined
+}
+
+export interface Tools {
+  readonly bwrap: string
+  readonly nsenter: string
+}
+
+export const make = (
+  options: { readonly dataDir: string; readonly cgroups: Cgroups.Cgroups; readonly tools: Tools },
+  warnOnce: (message: string) => void = () => undefined
+): MachineDriverShape => {
+  const { cgroups, tools } = options
+  const paths = (id: string) => machinePaths(options.dataDir, id)
+
+  /** The run record when it names a live sandbox, else undefined. */
+  const running = (id: string) => {
+    const record = readJson<RunRecord>(paths(id).run)
+    if (record === undefined || record.hostBootId !== hostBootId()) return undefined
+    return isAlive(record.pid, record.starttime) ? record : undefined
+  }
+
+  /** Host pids of every process in the sandbox, its pid 1 included. */
+  const processesOf = (record: RunRecord) => {
+    const namespace = pidNamespace(record.pid)
+    return namespace === undefined || !isAlive(record.pid, record.starttime) ? [] : pidsInNamespace(namespace)
+  }
+
+  /**
+   * CPU seconds of the current boot: the machine's cgroup count since the boot, else the times of
+   * the live processes (pid 1's include every orphan it reaped). Commands that exec ran and that
+   * have exited are credited to the ledger at their exit when there is no cgroup count.
+   */
+  const bootCpu = (id: string, record: RunRecord) => {
+    if (record.cgroupCpuAtBoot !== undefined) {
+      const now = cgroups.cpuSeconds(id)
+      if (now !== undefined) return Math.max(0, now - record.cgroupCpuAtBoot)
+    }
+    return processesOf(record).reduce((sum, pid) => sum + (procStat(pid)?.cpuSeconds ?? 0), 0)
+  }
+
+  const boot = (spec: MachineSpec) =>
+    Effect.async<RunRecord, DriverError>((resume) => {
+      const machine = paths(spec.id)
+      const bootId = NodeCrypto.randomUUID()
+      const logFile = NodePath.join(machine.machine, "sandbox.log")
+      let log: number
+      let child: NodeChild.ChildProcess
+      try {
+        log = NodeFs.openSync(logFile, "w", 0o600)
+        child = NodeChild.spawn(
+          tools.bwrap,
+          bwrapArgs({
+            diskDir: machine.disk,
+            hostname: hostnameOf(spec.id),
+            internetAccess: spec.internetAccess,
+            infoFd: 3
+          }),
+          {
+            detached: true,
+            stdio: ["ignore", log, log, "pipe"],
+            // bwrap hands its environment to the machine: not on its command line, which every host user can read
+            env: { PATH: machinePath, HOME: machineHome, ...spec.env }
+          }
+        )
+        NodeFs.closeSync(log)
+      } catch (cause) {
+        return resume(Effect.fail(new DriverError({ message: `cannot run bwrap: ${String(cause)}`, cause })))
+      }
+      const info = child.stdio[3] as NodeJS.ReadableStream & { destroy(): void }
+      const logText = () => {
+        try {
+          return NodeFs.readFileSync(logFile, "utf8").trim().slice(0, 2000)
+        } catch {
+          return ""
+        }
+      }
+      let text = ""
+      let done = false
+      const finish = (result: Effect.Effect<RunRecord, DriverError>) => {
+        if (done) return
+        done = true
+        clearTimeout(timer)
+        info.destroy()
+        child.unref()
+        resume(result)
+      }
+      const timer = setTimeout(() => {
+        killPid(child.pid ?? 0, "SIGKILL")
+        finish(
+          Effect.fail(new DriverError({ message: `bwrap did not start within ${bootTimeoutMs} ms: ${logText()}` }))
+        )
+      }, bootTimeoutMs)
+      child.on(
+        "error",
+        (error) => finish(Effect.fail(new DriverError({ message: `cannot run bwrap: ${error.message}` })))
+      )
+      child.on("exit", (code) => {
+        // What the sandbox used was counted at stop: not for the next command that exits.
+        takeReapedCpuSeconds()
+        finish(Effect.fail(new DriverError({ message: `bwrap exited ${code}: ${logText()}` })))
+      })
+      info.on("error", () => undefined)
+      info.on("data", (chunk) => {
+        if (text.endsWith("}")) return // parsed already
+        text += chunk
+        let pid: number | undefined
+        try {
+          pid = (JSON.parse(text) as { "child-pid": number })["child-pid"]
+        } catch {
+          return // not all of it yet
+        }
+        const stat = procStat(pid)
+        if (stat === undefined) return finish(Effect.fail(new DriverError({ message: "the sandbox ended at once" })))
+        cgroups.join(spec.id, pid)
+        ready(pid, stat.starttime)
+      })
+      // bwrap tells the pid before its pid 1 has set the machine's root up; pid 1 forks the
+      // machine's first process once it has. Until then nsenter would find the host's root.
+      const ready = (pid: number, starttime: number) => {
+        if (done) return
+        if (!isAlive(pid, starttime)) {
+          return finish(Effect.fail(new DriverError({ message: `the sandbox ended at once: ${logText()}` })))
+        }
+        const children = childrenOf(pid)
+        if (children.length === 0) return void setTimeout(() => ready(pid, starttime), 2)
+        for (const child of children) cgroups.join(spec.id, child) // forked before pid 1 joined, if it was
+        const record: RunRecord = {
+          pid,
+          starttime,
+          hostBootId: hostBootId(),
+          bootId,
+          env: spec.env,
+          cgroupCpuAtBoot: cgroups.cpuSeconds(spec.id)
+        }
+        try {
+          writeAtomic(machine.run, JSON.stringify(record))
+        } catch (cause) {
+          killPid(pid, "SIGKILL")
+          return finish(Effect.fail(new DriverError({ message: "cannot record the sandbox", cause })))
+        }
+        finish(Effect.succeed(record))
+      }
+    })
+
+  const stop: MachineDriverShape["stop"] = (id, { force }) =>
+    Effect.gen(function*() {
+      const machine = paths(id)
+      const record = yield* attempt("stop", () => running(id))
+      if (record !== undefined) {
+        const fold = attempt("stop", () => cpuFold(machine.cpu, record.bootId, bootCpu(id, record)))
+        yield* fold
+        if (!force) {
+          // Everything but pid 1 and the machine's first process (pid 2, which ignores SIGTERM).
+          const others = () => processesOf(record).filter((pid) => pid !== record.pid && innermostPid(pid) !== 2)
+          for (const pid of others()) killPid(pid, "SIGTERM")
+          yield* waitFor(() => others().length === 0, graceMs)
+          yield* fold
+        }
+        // Killing pid 1 of a pid namespace kills every process in it.
+        killPid(record.pid, "SIGKILL")
+        const gone = yield* waitFor(() => !isAlive(record.pid, record.starttime), graceMs)
+        if (!gone) return yield* new DriverError({ message: `stop: the sandbox of machine ${id} did not end` })
+      }
+      yield* waitFor(() => cgroups.remove(id), 1_000)
+      yield* attempt("stop", () => NodeFs.rmSync(machine.run, { force: true }))
+    })
+
+  return {
+    name: "sandbox",
+    isolates: true,
+    create: (spec) => attempt("create", () => ensureDisk(paths(spec.id))),
+    start: (spec) =>
+      Effect.gen(function*() {
+        const current = yield* attempt("start", () => running(spec.id))
+        if (current !== undefined) return { bootId: current.bootId }
+        if (spec.image !== "default") {
+          return yield* new DriverError({
+            message: `image ${spec.image}: only "default" (the host's /usr) is supported`
+          })
+        }
+        const machine = paths(spec.id)
+        if (!NodeFs.existsSync(machine.disk)) {
+          return yield* new DriverError({ message: `machine ${spec.id} has no disk` })
+        }
+        yield* attempt("start", () => {
+          ensureDisk(machine)
+          NodeFs.rmSync(machine.run, { force: true })
+        })
+        if (cgroups.enforced && !cgroups.prepare(spec.id, spec.size)) {
+          warnOnce(`cgroups: cannot create the groups of machine ${spec.id}; it runs without CPU and memory limits`)
+        }
+        const record = yield* boot(spec)
+        return { bootId: record.bootId }
+      }),
+    stop,
+    destroy: (id) =>
+      Effect.zipRight(
+        stop(id, { force: true }),
+        attempt("destroy", () => {
+          NodeFs.rmSync(paths(id).machine, { recursive: true, force: true })
+          cpuForget(paths(id).cpu)
+        })
+      ),
+    observe: (id) =>
+      attempt("observe", () => {
+        const record = running(id)
+        return {
+          exists: NodeFs.existsSync(paths(id).disk),
+          running: record !== undefined,
+          bootId: record?.bootId ?? null
+        }
+      }),
+    exec: (id, request, onOutput) =>
+      Effect.suspend((): Effect.Effect<{ readonly exitCode: number }, DriverError | NotRunning> => {
+        const record = running(id)
+        if (record === undefined) return Effect.fail(new NotRunning({ machineId: id }))
+        const cwd = NodePath.posix.resolve(machineHome, request.cwd ?? ".")
+        const cpuFile = paths(id).cpu
+        return runCommand(
+          [tools.nsenter, `--target=${record.pid}`, "--all", "--root", `--wdns=${cwd}`, "--", ...request.argv],
+          {
+            cwd: "/",
+            env: { PATH: machinePath, HOME: machineHome, ...record.env, ...request.env },
+            stdin: request.stdin,
+            // Into the machine's cgroups before nsenter forks the command (best effort: a race).
+            onSpawn: (pid) => cgroups.join(id, pid),
+            onExit: record.cgroupCpuAtBoot === undefined ? (seconds) => cpuCredit(cpuFile, seconds) : undefined
+          },
+          onOutput
+        ).pipe(
+          // nsenter answers 1 when the sandbox vanished under it: that is the machine stopping.
+          Effect.flatMap((exit) =>
+            exit.exitCode !== 0 && running(id) === undefined
+              ? Effect.fail(new NotRunning({ machineId: id }))
+              : Effect.succeed(exit)
+          )
+        )
+      }),
+    cpuSeconds: (id) =>
+      attempt("cpu", () => {
+        const record = running(id)
+        return cpuTotal(
+          paths(id).cpu,
+          record === undefined ? undefined : { bootId: record.bootId, seconds: bootCpu(id, record) }
+        )
+      })
+  }
+}
+
+/** Finds bwrap and nsenter, and checks that bwrap can make namespaces here; one clear line if not. */
+export const checkTools = attempt("sandbox driver", (): Tools => {
+  const bwrap = which("bwrap")
+  if (bwrap === undefined) {
+    throw new Error(
+      "bwrap not found: install bubblewrap (Debian package `bubblewrap`), or set SVC_RUNTIME=process (no isolation)"
+    )
+  }
+  const nsenter = which("nsenter")
+  if (nsenter === undefined) throw new Error("nsenter not found: install util-linux")
+  const probe = NodeChild.spawnSync(bwrap, ["--unshare-all", "--ro-bind", "/", "/", "true"], { encoding: "utf8" })
+  if (probe.status !== 0) {
+    throw new Error(
+      `bwrap cannot create namespaces here (run svc as root or allow user namespaces): ${
+        (probe.stderr ?? "").trim() || String(probe.error)
+      }`
+    )
+  }
+  return { bwrap, nsenter }
+})
+
+export const layer = (options: {
+  readonly dataDir: string
+  /** false: no cgroups even where the host allows them (no limits; CPU time from /proc). */
+  readonly cgroups?: boolean | undefined
+}) =>
+  Layer.effect(
+    MachineDriver,
+    Effect.gen(function*() {
+      const tools = yield* checkTools
+      const cgroups = options.cgroups === false ? Cgroups.none : Cgroups.detect()
+      if (!cgroups.enforced && options.cgroups !== false) {
+        yield* Effect.logWarning("cgroups not writable here: machine CPU and memory sizes are recorded, not enforced")
+      }
+      const runtime = yield* Effect.runtime<never>()
+      let warned = false
+      const warnOnce = (message: string) => {
+        if (warned) return
+        warned = true
+        Runtime.runFork(runtime)(Effect.logWarning(message))
+      }
+      return make({ dataDir: options.dataDir, cgroups, tools }, warnOnce)
+    })
+  )

@@ -1,0 +1,394 @@
+/**
+ * The contract every machine driver passes (src/drivers/MachineDriver.ts): a driver test file
+ * calls `driverContract(name, makeLayer)` with a function that builds the driver on a data dir.
+ * Everything runs for real: real temp dirs, real processes, real time.
+ */
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { Deferred, Duration, Effect, Fiber, Layer, Logger, LogLevel } from "effect"
+import * as NodeFs from "node:fs"
+import * as NodeOs from "node:os"
+import * as NodePath from "node:path"
+import {
+  MachineDriver,
+  type MachineDriverShape,
+  type MachineSpec,
+  type OutputStream
+} from "../../src/drivers/MachineDriver.js"
+
+export type MakeDriverLayer = (dataDir: string) => Layer.Layer<MachineDriver, unknown>
+
+let counter = 0
+/** A machine id no other test (nor a parallel test file) uses. */
+export const freshId = (prefix = "m") =>
+  `${prefix}-${process.pid.toString(36)}-${Date.now().toString(36)}-${(counter++).toString(36)}`
+
+export const specOf = (id: string, overrides: Partial<MachineSpec> = {}): MachineSpec => ({
+  id,
+  size: "small",
+  image: "default",
+  internetAccess: false,
+  env: {},
+  ...overrides
+})
+
+export const sh = (script: string): ReadonlyArray<string> => ["/bin/sh", "-c", script]
+
+export interface Ran {
+  readonly exitCode: number
+  readonly stdout: string
+  readonly stderr: string
+  readonly chunks: ReadonlyArray<readonly [OutputStream, string]>
+}
+
+/** Runs `argv` in machine `id` and collects its output. */
+export const run = (
+  driver: MachineDriverShape,
+  id: string,
+  argv: ReadonlyArray<string>,
+  request: { cwd?: string; env?: Record<string, string>; stdin?: string } = {}
+) =>
+  Effect.gen(function*() {
+    const chunks: Array<readonly [OutputStream, string]> = []
+    const { exitCode } = yield* driver.exec(id, {
+      argv,
+      cwd: request.cwd,
+      env: request.env,
+      stdin: request.stdin === undefined ? undefined : Buffer.from(request.stdin)
+    }, (stream, chunk) => Effect.sync(() => chunks.push([stream, Buffer.from(chunk).toString("latin1")])))
+    const text = (stream: OutputStream) => chunks.filter(([s]) => s === stream).map(([, c]) => c).join("")
+    return { exitCode, stdout: text("stdout"), stderr: text("stderr"), chunks } satisfies Ran
+  })
+
+/** Creates and starts a machine, hands it to `use`, and destroys it afterwards whatever happened. */
+export const withMachine = <A, E, R>(
+  spec: MachineSpec,
+  use: (driver: MachineDriverShape, machine: { readonly id: string; readonly bootId: string }) => Effect.Effect<A, E, R>
+) =>
+  Effect.gen(function*() {
+    const driver = yield* MachineDriver
+    return yield* Effect.acquireUseRelease(
+      Effect.zipRight(driver.create(spec), driver.start(spec)),
+      ({ bootId }) => use(driver, { id: spec.id, bootId }),
+      () => Effect.orDie(driver.destroy(spec.id))
+    )
+  })
+
+/** A temp data dir for a test file, removed (machines destroyed first) after it. */
+export const tempDataDir = (name: string, makeLayer: MakeDriverLayer) => {
+  const state = { dataDir: "" }
+  beforeAll(() => {
+    state.dataDir = NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), `svc-driver-${name}-`))
+  })
+  afterAll(async () => {
+    const folder = NodePath.join(state.dataDir, "machines")
+    if (NodeFs.existsSync(folder)) {
+      await Effect.runPromise(
+        Effect.gen(function*() {
+          const driver = yield* MachineDriver
+          for (const id of NodeFs.readdirSync(folder)) yield* Effect.ignore(driver.destroy(id))
+        }).pipe(Effect.provide(quiet(makeLayer(state.dataDir))), Effect.orDie)
+      )
+    }
+    NodeFs.rmSync(state.dataDir, { recursive: true, force: true })
+  })
+  return state
+}
+
+/** The driver without its start-up warnings (tested where they matter). */
+export const quiet = <A, E>(layer: Layer.Layer<A, E>) => Layer.provide(layer, Logger.minimumLogLevel(LogLevel.Error))
+
+const elapsedMs = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.map(Effect.timed(effect), ([duration, value]) => [Duration.toMillis(duration), value] as const)
+
+export const driverContract = (name: string, makeLayer: MakeDriverLayer) =>
+  describe(`${name} driver contract`, () => {
+    const dir = tempDataDir(name, makeLayer)
+    const test = (title: string, body: () => Effect.Effect<void, unknown, MachineDriver>) =>
+      it.live(title, () => Effect.provide(body(), quiet(makeLayer(dir.dataDir))))
+
+    test("create is idempotent and keeps the disk; observe follows create, start, stop and destroy", () =>
+      Effect.gen(function*() {
+        const driver = yield* MachineDriver
+        const spec = specOf(freshId())
+        assert.deepStrictEqual(yield* driver.observe(spec.id), { exists: false, running: false, bootId: null })
+        yield* driver.create(spec)
+        yield* driver.create(spec)
+        assert.deepStrictEqual(yield* driver.observe(spec.id), { exists: true, running: false, bootId: null })
+        const { bootId } = yield* driver.start(spec)
+        assert.deepStrictEqual(yield* driver.observe(spec.id), { exists: true, running: true, bootId })
+        assert.strictEqual((yield* run(driver, spec.id, sh("echo kept > kept.txt"))).exitCode, 0)
+        yield* driver.create(spec) // while running: keeps everything
+        assert.strictEqual((yield* run(driver, spec.id, sh("cat kept.txt"))).stdout, "kept\n")
+        yield* driver.stop(spec.id, { force: false })
+        assert.deepStrictEqual(yield* driver.observe(spec.id), { exists: true, running: false, bootId: null })
+        yield* driver.create(spec)
+        yield* driver.start(spec)
+        assert.strictEqual((yield* run(driver, spec.id, sh("cat kept.txt"))).stdout, "kept\n")
+        yield* driver.destroy(spec.id)
+        assert.deepStrictEqual(yield* driver.observe(spec.id), { exists: false, running: false, bootId: null })
+        assert.isFalse(NodeFs.existsSync(NodePath.join(dir.dataDir, "machines", spec.id)))
+      }))
+
+    test("a repeated start keeps the boot; after a stop, start answers a new boot id", () =>
+      Effect.gen(function*() {
+        const spec = specOf(freshId())
+        yield* withMachine(spec, (driver, { bootId: first }) =>
+          Effect.gen(function*() {
+            assert.match(first, /^[0-9a-f-]{36}$/)
+            assert.strictEqual((yield* driver.start(spec)).bootId, first)
+            assert.strictEqual((yield* driver.observe(spec.id)).bootId, first)
+            yield* driver.stop(spec.id, { force: false })
+            const second = (yield* driver.start(spec)).bootId
+            assert.notStrictEqual(second, first)
+            assert.strictEqual((yield* driver.observe(spec.id)).bootId, second)
+            yield* driver.stop(spec.id, { force: true })
+            const third = (yield* driver.start(spec)).bootId
+            assert.notStrictEqual(third, second)
+          }))
+      }))
+
+    test("exec works at once after every start", () =>
+      Effect.gen(function*() {
+        const spec = specOf(freshId())
+        yield* withMachine(spec, (driver) =>
+          Effect.gen(function*() {
+            for (let i = 0; i < 10; i++) {
+              const ran = yield* run(driver, spec.id, sh("echo $i >> boots.txt && pwd"), { env: { i: String(i) } })
+              assert.deepStrictEqual([ran.exitCode, ran.stderr], [0, ""], `boot ${i}`)
+              yield* driver.stop(spec.id, { force: i % 2 === 0 })
+              yield* driver.start(spec)
+            }
+            const boots = yield* run(driver, spec.id, ["cat", "boots.txt"])
+            assert.strictEqual(boots.stdout, "0\n1\n2\n3\n4\n5\n6\n7\n8\n9\n")
+          }))
+      }))
+
+    test("exec answers exit codes and hands stdout and stderr over", () =>
+      withMachine(specOf(freshId()), (driver, { id }) =>
+        Effect.gen(function*() {
+          assert.strictEqual((yield* run(driver, id, ["true"])).exitCode, 0)
+          assert.strictEqual((yield* run(driver, id, ["false"])).exitCode, 1)
+          const ran = yield* run(driver, id, sh("echo out; echo err >&2; exit 7"))
+          assert.strictEqual(ran.exitCode, 7)
+          assert.strictEqual(ran.stdout, "out\n")
+          assert.strictEqual(ran.stderr, "err\n")
+          const killed = yield* run(driver, id, sh("kill -9 $$"))
+          assert.strictEqual(killed.exitCode, 137)
+          const missing = yield* run(driver, id, ["no-such-command-here"])
+          assert.strictEqual(missing.exitCode, 127)
+          assert.match(missing.stderr, /no-such-command-here/)
+        })))
+
+    test("exec output comes in order and whole, however large", () =>
+      withMachine(specOf(freshId()), (driver, { id }) =>
+        Effect.gen(function*() {
+          const big = yield* run(driver, id, sh("head -c 1000000 /dev/zero | tr '\\0' a; echo; echo done >&2"))
+          assert.strictEqual(big.exitCode, 0)
+          assert.strictEqual(big.stdout.length, 1_000_001)
+          assert.match(big.stdout, /^a+\n$/)
+          assert.strictEqual(big.stderr, "done\n")
+          const ordered = yield* run(driver, id, sh("for i in 1 2 3 4 5; do echo $i; sleep 0.02; done"))
+          assert.strictEqual(ordered.stdout, "1\n2\n3\n4\n5\n")
+          assert.isAbove(ordered.chunks.length, 1) // streamed, not handed over at the end
+        })))
+
+    test("exec feeds stdin", () =>
+      withMachine(specOf(freshId()), (driver, { id }) =>
+        Effect.gen(function*() {
+          assert.strictEqual((yield* run(driver, id, ["cat"], { stdin: "hello\nworld" })).stdout, "hello\nworld")
+          // A command that does not read its stdin still ends normally.
+          assert.strictEqual((yield* run(driver, id, ["true"], { stdin: "x".repeat(1_000_000) })).exitCode, 0)
+          // No stdin: reading it finds its end at once.
+          assert.strictEqual((yield* run(driver, id, ["cat"])).stdout, "")
+        })))
+
+    test("exec runs in the home folder, in a relative cwd taken from home, or in an absolute one", () =>
+      withMachine(specOf(freshId()), (driver, { id }) =>
+        Effect.gen(function*() {
+          const home = (yield* run(driver, id, sh("echo \"$HOME\"; pwd"))).stdout.split("\n")
+          assert.strictEqual(home[0], home[1])
+          assert.isTrue(home[0]!.startsWith("/"))
+          assert.strictEqual((yield* run(driver, id, sh("mkdir -p sub/dir"))).exitCode, 0)
+          assert.strictEqual((yield* run(driver, id, ["pwd"], { cwd: "sub/dir" })).stdout, `${home[0]}/sub/dir\n`)
+          assert.strictEqual((yield* run(driver, id, ["pwd"], { cwd: "/tmp" })).stdout, "/tmp\n")
+          assert.notStrictEqual((yield* run(driver, id, ["pwd"], { cwd: "no/such/dir" })).exitCode, 0)
+        })))
+
+    test("exec sees the machine's environment and the request's, the request's winning", () =>
+      withMachine(specOf(freshId(), { env: { FROM_MACHINE: "m", BOTH: "machine" } }), (driver, { id }) =>
+        Effect.gen(function*() {
+          const ran = yield* run(driver, id, sh("echo \"$FROM_MACHINE $FROM_REQUEST $BOTH\"; echo \"$PATH\""), {
+            env: { FROM_REQUEST: "r", BOTH: "request" }
+          })
+          const [values, path] = ran.stdout.split("\n")
+          assert.strictEqual(values, "m r request")
+          assert.include(path!.split(":"), "/usr/bin")
+        })))
+
+    test("exec in a machine that is stopped or missing fails with NotRunning", () =>
+      Effect.gen(function*() {
+        const driver = yield* MachineDriver
+        const missing = yield* Effect.flip(driver.exec(freshId(), { argv: ["true"] }, () =>
+          Effect.void))
+        assert.strictEqual(missing._tag, "NotRunning")
+        const spec = specOf(freshId())
+        yield* driver.create(spec)
+        const created = yield* Effect.flip(driver.exec(spec.id, { argv: ["true"] }, () =>
+          Effect.void))
+        assert.strictEqual(created._tag, "NotRunning")
+        yield* driver.start(spec)
+        yield* driver.stop(spec.id, { force: false })
+        const stopped = yield* Effect.flip(driver.exec(spec.id, { argv: ["true"] }, () => Effect.void))
+        assert.strictEqual(stopped._tag, "NotRunning")
+        yield* driver.destroy(spec.id)
+      }))
+
+    test("a background process started by one exec is there for the next and gone after stop", () =>
+      Effect.gen(function*() {
+        const spec = specOf(freshId())
+        yield* withMachine(spec, (driver) =>
+          Effect.gen(function*() {
+            const started = yield* run(
+              driver,
+              spec.id,
+              sh("nohup sh -c 'echo $$ > bg.pid; while :; do date +%s%N > beat; sleep 0.05; done' >/dev/null 2>&1 &")
+            )
+            assert.strictEqual(started.exitCode, 0)
+            yield* Effect.sleep("300 millis")
+            assert.strictEqual((yield* run(driver, spec.id, sh("kill -0 $(cat bg.pid)"))).exitCode, 0)
+            const beat = () => Effect.map(run(driver, spec.id, ["cat", "beat"]), (ran) => ran.stdout)
+            const before = yield* beat()
+            yield* Effect.sleep("200 millis")
+            assert.notStrictEqual(yield* beat(), before, "the background process beats while the machine runs")
+            yield* driver.stop(spec.id, { force: false })
+            yield* driver.start(spec)
+            const after = yield* beat()
+            yield* Effect.sleep("300 millis")
+            assert.strictEqual(yield* beat(), after, "no beat after the stop")
+          }))
+      }))
+
+    test("a polite stop lets processes handle SIGTERM; a forced one does not wait", () =>
+      Effect.gen(function*() {
+        const spec = specOf(freshId())
+        yield* withMachine(spec, (driver) =>
+          Effect.gen(function*() {
+            const script = "trap 'echo bye > bye.txt; exit 0' TERM; echo $$ > polite.pid; while :; do sleep 0.05; done"
+            yield* run(driver, spec.id, sh(`nohup sh -c "${script}" >/dev/null 2>&1 &`))
+            yield* Effect.sleep("200 millis")
+            yield* driver.stop(spec.id, { force: false })
+            yield* driver.start(spec)
+            assert.strictEqual((yield* run(driver, spec.id, ["cat", "bye.txt"])).stdout, "bye\n")
+            yield* run(
+              driver,
+              spec.id,
+              sh("nohup sh -c \"trap '' TERM; while :; do sleep 0.05; done\" >/dev/null 2>&1 &")
+            )
+            yield* Effect.sleep("200 millis")
+            const [ms] = yield* elapsedMs(driver.stop(spec.id, { force: true }))
+            assert.isBelow(ms, 2_000)
+            assert.isFalse((yield* driver.observe(spec.id)).running)
+          }))
+      }))
+
+    test("exec answers when the command exits even if a background process holds its output", () =>
+      withMachine(specOf(freshId()), (driver, { id }) =>
+        Effect.gen(function*() {
+          const [ms, ran] = yield* elapsedMs(run(driver, id, sh("sleep 30 & echo started")))
+          assert.strictEqual(ran.exitCode, 0)
+          assert.strictEqual(ran.stdout, "started\n")
+          assert.isBelow(ms, 2_000)
+        })))
+
+    test("interrupting an exec kills its command at once", () =>
+      withMachine(specOf(freshId()), (driver, { id }) =>
+        Effect.gen(function*() {
+          const ready = yield* Deferred.make<void>()
+          const fiber = yield* Effect.fork(
+            driver.exec(id, { argv: sh("echo $$ > victim.pid; echo ready; exec sleep 30") }, (stream, chunk) =>
+              stream === "stdout" && Buffer.from(chunk).toString().includes("ready")
+                ? Deferred.succeed(ready, undefined)
+                : Effect.void)
+          )
+          yield* Deferred.await(ready)
+          const [ms] = yield* elapsedMs(Fiber.interrupt(fiber))
+          assert.isBelow(ms, 1_500)
+          assert.notStrictEqual((yield* run(driver, id, sh("kill -0 $(cat victim.pid)"))).exitCode, 0)
+          // A timeout interrupts the same way.
+          const [timedMs, timed] = yield* elapsedMs(
+            driver.exec(id, { argv: ["sleep", "30"] }, () =>
+              Effect.void).pipe(Effect.timeout("200 millis"), Effect.either)
+          )
+          assert.isTrue(timed._tag === "Left")
+          assert.isBelow(timedMs, 1_500)
+          // Nothing of the killed commands holds the machine up.
+          const [stopMs] = yield* elapsedMs(driver.stop(id, { force: true }))
+          assert.isBelow(stopMs, 1_000)
+        })))
+
+    test("stop of a stopped machine and destroy of a missing machine succeed", () =>
+      Effect.gen(function*() {
+        const driver = yield* MachineDriver
+        const spec = specOf(freshId())
+        yield* driver.stop(spec.id, { force: false })
+        yield* driver.destroy(spec.id)
+        yield* driver.create(spec)
+        yield* driver.stop(spec.id, { force: false })
+        yield* driver.stop(spec.id, { force: true })
+        yield* driver.start(spec)
+        yield* driver.stop(spec.id, { force: false })
+        yield* driver.stop(spec.id, { force: false })
+        yield* driver.destroy(spec.id)
+        yield* driver.destroy(spec.id)
+        assert.deepStrictEqual(yield* driver.observe(spec.id), { exists: false, running: false, bootId: null })
+        // destroy of a running machine ends it too
+        yield* driver.create(spec)
+        yield* driver.start(spec)
+        yield* driver.destroy(spec.id)
+        assert.deepStrictEqual(yield* driver.observe(spec.id), { exists: false, running: false, bootId: null })
+      }))
+
+    test("cpuSeconds grows with work and never goes down, across boots", () =>
+      Effect.gen(function*() {
+        const spec = specOf(freshId(), { size: "default" })
+        yield* withMachine(spec, (driver) =>
+          Effect.gen(function*() {
+            const busy = "i=0; while [ $i -lt 150000 ]; do i=$((i+1)); done"
+            const first = yield* driver.cpuSeconds(spec.id)
+            assert.strictEqual((yield* run(driver, spec.id, sh(busy))).exitCode, 0)
+            const second = yield* driver.cpuSeconds(spec.id)
+            assert.isAbove(second, first + 0.05, "a foreground busy loop counts")
+            yield* run(driver, spec.id, sh(`nohup sh -c '${busy}' >/dev/null 2>&1 &`))
+            yield* Effect.sleep("100 millis")
+            const third = yield* driver.cpuSeconds(spec.id)
+            assert.isAtLeast(third, second)
+            yield* driver.stop(spec.id, { force: false })
+            const stopped = yield* driver.cpuSeconds(spec.id)
+            assert.isAtLeast(stopped, third)
+            yield* driver.start(spec)
+            assert.isAtLeast(yield* driver.cpuSeconds(spec.id), stopped)
+          }))
+      }))
+
+    test("a new driver on the same data dir (svc restarted) adopts the running machine", () =>
+      Effect.gen(function*() {
+        const spec = specOf(freshId(), { env: { ADOPTED: "yes" } })
+        yield* withMachine(spec, (driver, { bootId }) =>
+          Effect.gen(function*() {
+            yield* run(driver, spec.id, sh("nohup sleep 1000 >/dev/null 2>&1 & echo $! > sleeper.pid"))
+            const adopted = yield* Effect.gen(function*() {
+              const again = yield* MachineDriver
+              assert.notStrictEqual(again, driver)
+              const observed = yield* again.observe(spec.id)
+              assert.deepStrictEqual(observed, { exists: true, running: true, bootId })
+              assert.strictEqual((yield* again.start(spec)).bootId, bootId)
+              const ran = yield* run(again, spec.id, sh("kill -0 $(cat sleeper.pid) && echo $ADOPTED"))
+              assert.strictEqual(ran.stdout, "yes\n")
+              yield* again.stop(spec.id, { force: false })
+              return yield* again.observe(spec.id)
+            }).pipe(Effect.provide(quiet(makeLayer(dir.dataDir))))
+            assert.isFalse(adopted.running)
+            assert.isFalse((yield* driver.observe(spec.id)).running)
+          }))
+      }))
+  })

@@ -1,0 +1,159 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import * as NodeFs from "node:fs"
+import * as NodePath from "node:path"
+import { procStat } from "../../src/drivers/HostProcess.js"
+import { MachineDriver } from "../../src/drivers/MachineDriver.js"
+import * as Cgroups from "../../src/drivers/sandbox/Cgroups.js"
+import * as SandboxDriver from "../../src/drivers/sandbox/SandboxDriver.js"
+import { driverContract, freshId, quiet, run, sh, specOf, tempDataDir, withMachine } from "./contract.js"
+
+const makeLayer = (dataDir: string) => quiet(SandboxDriver.layer({ dataDir }))
+
+driverContract("sandbox", makeLayer)
+// The same without cgroups, as on a host that refuses them: CPU time then comes from /proc.
+driverContract("sandbox without cgroups", (dataDir) => quiet(SandboxDriver.layer({ dataDir, cgroups: false })))
+
+/** Names of the network interfaces in /proc/net/dev text. */
+const interfaces = (text: string) =>
+  text.split("\n").slice(2).map((line) => line.split(":")[0]!.trim()).filter((name) => name !== "").sort()
+
+describe("sandbox driver isolation", () => {
+  const dir = tempDataDir("sandbox-only", makeLayer)
+  const test = (title: string, body: () => Effect.Effect<void, unknown, MachineDriver>) =>
+    it.live(title, () => Effect.provide(body(), makeLayer(dir.dataDir)))
+
+  test("a machine sees neither another machine's files nor its processes", () =>
+    withMachine(
+      specOf(freshId("a")),
+      (driver, a) =>
+        withMachine(specOf(freshId("b")), (_, b) =>
+          Effect.gen(function*() {
+            assert.isTrue(driver.isolates)
+            yield* run(driver, a.id, sh("echo mine > /workspace/a.txt; echo home > /root/a.txt"))
+            yield* run(driver, a.id, sh("nohup sleep 4242 >/dev/null 2>&1 &"))
+            assert.strictEqual((yield* run(driver, a.id, ["cat", "/workspace/a.txt"])).stdout, "mine\n")
+            assert.notStrictEqual((yield* run(driver, b.id, ["cat", "/workspace/a.txt"])).exitCode, 0)
+            assert.notStrictEqual((yield* run(driver, b.id, ["cat", "/root/a.txt"])).exitCode, 0)
+            const seenByA = yield* run(driver, a.id, sh("cat /proc/[0-9]*/cmdline | tr '\\0' ' '"))
+            assert.include(seenByA.stdout, "sleep 4242")
+            const seenByB = yield* run(driver, b.id, sh("cat /proc/[0-9]*/cmdline | tr '\\0' ' '"))
+            assert.notInclude(seenByB.stdout, "sleep 4242")
+            assert.notInclude(seenByB.stdout, "vitest")
+            // Only the machine's own few processes: bwrap's init, the first process, the shell, ls.
+            const pids = (yield* run(driver, b.id, sh("ls /proc | grep -E '^[0-9]+$'"))).stdout.trim().split("\n")
+            assert.includeMembers(pids, ["1", "2"])
+            assert.isBelow(pids.length, 8)
+            assert.strictEqual(
+              (yield* run(driver, b.id, ["hostname"])).stdout,
+              `svc-${b.id.replace(/-/g, "").slice(-12)}\n`
+            )
+          }))
+    ))
+
+  test("without internet access a machine has only the loopback interface; with it, the host's", () =>
+    withMachine(
+      specOf(freshId("offline")),
+      (driver, offline) =>
+        withMachine(specOf(freshId("online"), { internetAccess: true }), (_, online) =>
+          Effect.gen(function*() {
+            const closed = yield* run(driver, offline.id, ["cat", "/proc/net/dev"])
+            assert.deepStrictEqual(interfaces(closed.stdout), ["lo"])
+            const open = yield* run(driver, online.id, ["cat", "/proc/net/dev"])
+            assert.deepStrictEqual(interfaces(open.stdout), interfaces(NodeFs.readFileSync("/proc/net/dev", "utf8")))
+          }))
+    ))
+
+  test("host files outside /usr and /etc are not there, /usr is read-only, host secrets are hidden", () =>
+    withMachine(specOf(freshId()), (driver, { id }) =>
+      Effect.gen(function*() {
+        assert.isTrue(NodeFs.existsSync(dir.dataDir))
+        assert.notStrictEqual((yield* run(driver, id, ["test", "-e", dir.dataDir])).exitCode, 0)
+        assert.notStrictEqual((yield* run(driver, id, ["test", "-e", process.cwd()])).exitCode, 0)
+        assert.strictEqual((yield* run(driver, id, ["test", "-e", "/usr/bin/env"])).exitCode, 0)
+        const write = yield* run(driver, id, sh("touch /usr/svc-test && echo wrote"))
+        assert.notStrictEqual(write.exitCode, 0)
+        assert.strictEqual(write.stdout, "")
+        assert.notStrictEqual((yield* run(driver, id, sh("echo x >> /etc/hostname"))).exitCode, 0)
+        if (NodeFs.existsSync("/etc/shadow")) {
+          const shadow = yield* run(driver, id, ["cat", "/etc/shadow"])
+          assert.isTrue(shadow.exitCode !== 0 || shadow.stdout === "")
+        }
+        // root in the machine is not root on the host: no devices, no mounts
+        assert.notStrictEqual((yield* run(driver, id, sh("mknod /tmp/disk b 8 0"))).exitCode, 0)
+        assert.notStrictEqual((yield* run(driver, id, sh("mount -o remount,rw /usr"))).exitCode, 0)
+        // the machine's disk is where the driver says
+        yield* run(driver, id, sh("echo here > /workspace/where.txt"))
+        const onHost = NodePath.join(dir.dataDir, "machines", id, "disk", "workspace", "where.txt")
+        assert.strictEqual(NodeFs.readFileSync(onHost, "utf8"), "here\n")
+      })))
+
+  test("where the host lets svc make cgroups, the machine and its commands are in them, with its size's limits", () =>
+    withMachine(specOf(freshId(), { size: "small" }), (driver, { id }) =>
+      Effect.gen(function*() {
+        const cgroups = Cgroups.detect()
+        const record = JSON.parse(NodeFs.readFileSync(NodePath.join(dir.dataDir, "machines", id, "run.json"), "utf8"))
+        const hostCgroups = NodeFs.readFileSync(`/proc/${record.pid}/cgroup`, "utf8")
+        assert.strictEqual(hostCgroups.includes(`/svc/${id}`), cgroups.enforced)
+        if (!cgroups.enforced) return
+        yield* run(driver, id, sh("nohup sleep 777 >/dev/null 2>&1 & echo $! > /tmp/sleeper"))
+        const inside = yield* run(driver, id, sh("cat /proc/$(cat /tmp/sleeper)/cgroup"))
+        assert.strictEqual(inside.exitCode, 0)
+        const memoryLimit = NodeFs.readdirSync("/sys/fs/cgroup").includes("memory")
+          ? findFile("/sys/fs/cgroup/memory", `svc/${id}`, "memory.limit_in_bytes")
+          : findFile("/sys/fs/cgroup", `svc/${id}`, "memory.max")
+        assert.strictEqual(Number(NodeFs.readFileSync(memoryLimit!, "utf8")), Cgroups.sizes.small.memoryBytes)
+        const sleeperOnHost = hostPidsOf(record.pid).find((pid) =>
+          NodeFs.readFileSync(`/proc/${pid}/cmdline`, "utf8").startsWith("sleep\u0000777")
+        )
+        assert.isDefined(sleeperOnHost)
+        assert.include(NodeFs.readFileSync(`/proc/${sleeperOnHost}/cgroup`, "utf8"), `/svc/${id}`)
+      })))
+
+  test("a machine survives the end of the driver that started it (no die-with-parent)", () =>
+    Effect.gen(function*() {
+      const driver = yield* MachineDriver
+      const spec = specOf(freshId())
+      yield* driver.create(spec)
+      const { bootId } = yield* driver.start(spec)
+      const record = JSON.parse(
+        NodeFs.readFileSync(NodePath.join(dir.dataDir, "machines", spec.id, "run.json"), "utf8")
+      )
+      // The sandbox is in its own session, not in svc's process group.
+      const stat = NodeFs.readFileSync(`/proc/${record.pid}/stat`, "utf8")
+      const sid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[3])
+      assert.notStrictEqual(sid, Number(NodeFs.readFileSync("/proc/self/stat", "utf8").split(") ")[1]!.split(" ")[3]))
+      assert.isDefined(procStat(record.pid))
+      const again = yield* Effect.provide(MachineDriver, makeLayer(dir.dataDir))
+      assert.strictEqual((yield* again.observe(spec.id)).bootId, bootId)
+      yield* again.destroy(spec.id)
+      assert.isUndefined(procStat(record.pid))
+    }))
+})
+
+/** Host pids in the pid namespace of `init`. */
+const hostPidsOf = (init: number) => {
+  const namespace = NodeFs.readlinkSync(`/proc/${init}/ns/pid`)
+  return NodeFs.readdirSync("/proc").filter((name) => /^\d+$/.test(name)).map(Number).filter((pid) => {
+    try {
+      return NodeFs.readlinkSync(`/proc/${pid}/ns/pid`) === namespace
+    } catch {
+      return false
+    }
+  })
+}
+
+/** The file `name` in the folder ending in `suffix` under `root`. */
+const findFile = (root: string, suffix: string, name: string): string | undefined => {
+  const walk = (folder: string, depth: number): string | undefined => {
+    if (folder.endsWith(suffix)) return NodePath.join(folder, name)
+    if (depth > 6) return undefined
+    for (const entry of NodeFs.readdirSync(folder, { withFileTypes: true })) {
+      if (!entry.isDirectory()) continue
+      const found = walk(NodePath.join(folder, entry.name), depth + 1)
+      if (found !== undefined) return found
+    }
+    return undefined
+  }
+  return walk(root, 0)
+}
