@@ -110,6 +110,34 @@ describe("sandbox driver isolation", () => {
         assert.include(NodeFs.readFileSync(`/proc/${sleeperOnHost}/cgroup`, "utf8"), `/svc/${id}`)
       })))
 
+  test("an svc that would put groups elsewhere still uses and removes the groups the machine booted in", () =>
+    Effect.gen(function*() {
+      const cgroups = Cgroups.detect()
+      const driver = yield* MachineDriver
+      const spec = specOf(freshId())
+      yield* driver.create(spec)
+      yield* driver.start(spec)
+      const runFile = NodePath.join(dir.dataDir, "machines", spec.id, "run.json")
+      const groups: ReadonlyArray<string> = JSON.parse(NodeFs.readFileSync(runFile, "utf8")).groups ?? []
+      assert.strictEqual(groups.length > 0, cgroups.enforced)
+      // Another svc process, in another group of its own: its groups for this id would be elsewhere.
+      const elsewhere: Cgroups.Cgroups = { ...cgroups, groupsOf: (id) => [`/nonexistent/svc/${id}`] }
+      const tools = yield* SandboxDriver.checkTools
+      const other = SandboxDriver.make({ dataDir: dir.dataDir, cgroups: elsewhere, tools })
+      yield* run(other, spec.id, sh("nohup sleep 778 >/dev/null 2>&1 &"))
+      const record = JSON.parse(NodeFs.readFileSync(runFile, "utf8"))
+      const sleeper = hostPidsOf(record.pid).find((pid) =>
+        NodeFs.readFileSync(`/proc/${pid}/cmdline`, "utf8").startsWith("sleep\u0000778")
+      )
+      assert.isDefined(sleeper)
+      assert.strictEqual(
+        NodeFs.readFileSync(`/proc/${sleeper}/cgroup`, "utf8").includes(`/svc/${spec.id}`),
+        cgroups.enforced
+      )
+      yield* other.destroy(spec.id)
+      for (const group of groups) assert.isFalse(NodeFs.existsSync(group), group)
+    }))
+
   test("a machine survives the end of the driver that started it (no die-with-parent)", () =>
     Effect.gen(function*() {
       const driver = yield* MachineDriver

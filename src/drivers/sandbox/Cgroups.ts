@@ -3,6 +3,10 @@
  * create them (cgroup v1 `cpu`, `cpuacct` and `memory` controllers, or cgroup v2). Best effort: a
  * host that refuses (no permission, read-only /sys/fs/cgroup) leaves machines unlimited, says so
  * once in the log, and CPU time falls back to /proc sampling (see SandboxDriver).
+ *
+ * A machine's groups are `<svc's own group>/svc/<id>` in each hierarchy. Their folders are
+ * recorded in the machine's run record: a later svc process (after a restart, possibly in another
+ * group) joins, counts and removes the groups the machine was booted in.
  */
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
@@ -42,7 +46,7 @@ const ownPath = (controller: string) => {
 
 const write = (path: string, value: string) => NodeFs.writeFileSync(path, value)
 
-/** The group of machine `id` under `controller`, preferring svc's own group, else the root. */
+/** The group of machine `id` under a v1 `controller`, below svc's own group when it is visible, else the root. */
 const groupDir = (controller: string, id: string) => {
   const own = NodePath.join(root, controller, ownPath(controller))
   const base = NodeFs.existsSync(own) ? own : NodePath.join(root, controller)
@@ -59,63 +63,81 @@ const removeGroup = (dir: string) => {
   }
 }
 
+/** A machine's group folders, one per hierarchy. */
+export type Groups = ReadonlyArray<string>
+
 export interface Cgroups {
   /** True when limits are enforced on this host. */
   readonly enforced: boolean
-  /** Creates the machine's groups with its size's limits; false when the host refuses. */
-  readonly prepare: (id: string, size: Size) => boolean
-  /** Moves a process into the machine's groups (its children follow). */
-  readonly join: (id: string, pid: number) => void
-  /** CPU seconds used in the machine's groups, or undefined without cpu accounting. */
-  readonly cpuSeconds: (id: string) => number | undefined
-  /** Removes the machine's groups once no process is left in them; answers whether none is left. */
-  readonly remove: (id: string) => boolean
+  /** Where this svc process makes the groups of machine `id`. */
+  readonly groupsOf: (id: string) => Groups
+  /** Creates the machine's groups with its size's limits; undefined when the host refuses. */
+  readonly prepare: (id: string, size: Size) => Groups | undefined
 }
 
+/** Moves a process into the groups (the processes it forks afterwards follow). */
+export const join = (groups: Groups, pid: number) => {
+  for (const dir of groups) {
+    try {
+      write(NodePath.join(dir, "cgroup.procs"), String(pid))
+    } catch {
+      // the process is gone, or the group is
+    }
+  }
+}
+
+/** CPU seconds used in the groups (v1 `cpuacct.usage`, v2 `cpu.stat`), or undefined when none counts. */
+export const cpuSeconds = (groups: Groups): number | undefined => {
+  for (const dir of groups) {
+    try {
+      return Number(NodeFs.readFileSync(NodePath.join(dir, "cpuacct.usage"), "utf8")) / 1e9
+    } catch {
+      // not the cpuacct hierarchy
+    }
+    try {
+      const usec = /^usage_usec (\d+)$/m.exec(NodeFs.readFileSync(NodePath.join(dir, "cpu.stat"), "utf8"))?.[1]
+      if (usec !== undefined) return Number(usec) / 1e6
+    } catch {
+      // not there
+    }
+  }
+  return undefined
+}
+
+/** Removes the groups once no process is left in them; answers whether none is left. */
+export const remove = (groups: Groups) => groups.map(removeGroup).every(Boolean)
+
 const v1 = (): Cgroups => {
-  const controllers = ["cpu", "cpuacct", "memory"] as const
-  const dirs = (id: string) => controllers.map((controller) => groupDir(controller, id))
+  const groupsOf = (id: string) => ["cpu", "cpuacct", "memory"].map((controller) => groupDir(controller, id))
   return {
     enforced: true,
+    groupsOf,
     prepare: (id, size) => {
+      const groups = groupsOf(id)
       try {
-        const [cpu, , memory] = dirs(id)
-        for (const dir of dirs(id)) NodeFs.mkdirSync(dir, { recursive: true })
+        const [cpu, , memory] = groups
+        for (const dir of groups) NodeFs.mkdirSync(dir, { recursive: true })
         write(NodePath.join(cpu!, "cpu.cfs_period_us"), String(period))
         write(NodePath.join(cpu!, "cpu.cfs_quota_us"), String(sizes[size].cpus * period))
         write(NodePath.join(memory!, "memory.limit_in_bytes"), String(sizes[size].memoryBytes))
-        return true
+        return groups
       } catch {
-        return false
-      }
-    },
-    join: (id, pid) => {
-      for (const dir of dirs(id)) {
-        try {
-          write(NodePath.join(dir, "cgroup.procs"), String(pid))
-        } catch {
-          // the process is gone, or the group is not there on this host
-        }
-      }
-    },
-    cpuSeconds: (id) => {
-      try {
-        return Number(NodeFs.readFileSync(NodePath.join(groupDir("cpuacct", id), "cpuacct.usage"), "utf8")) / 1e9
-      } catch {
+        remove(groups)
         return undefined
       }
-    },
-    remove: (id) => dirs(id).map(removeGroup).every(Boolean)
+    }
   }
 }
 
 const v2 = (): Cgroups => {
-  const dir = (id: string) => NodePath.join(root, ownPath(""), "svc", id)
+  const groupsOf = (id: string) => [NodePath.join(root, ownPath(""), "svc", id)]
   return {
     enforced: true,
+    groupsOf,
     prepare: (id, size) => {
+      const [dir] = groupsOf(id)
       try {
-        const parent = NodePath.dirname(dir(id))
+        const parent = NodePath.dirname(dir!)
         try {
           // Controllers reach a group only through every ancestor's subtree_control.
           write(NodePath.join(NodePath.dirname(parent), "cgroup.subtree_control"), "+cpu +memory")
@@ -124,47 +146,30 @@ const v2 = (): Cgroups => {
         }
         NodeFs.mkdirSync(parent, { recursive: true })
         write(NodePath.join(parent, "cgroup.subtree_control"), "+cpu +memory")
-        NodeFs.mkdirSync(dir(id), { recursive: true })
-        write(NodePath.join(dir(id), "cpu.max"), `${sizes[size].cpus * period} ${period}`)
-        write(NodePath.join(dir(id), "memory.max"), String(sizes[size].memoryBytes))
-        return true
+        NodeFs.mkdirSync(dir!, { recursive: true })
+        write(NodePath.join(dir!, "cpu.max"), `${sizes[size].cpus * period} ${period}`)
+        write(NodePath.join(dir!, "memory.max"), String(sizes[size].memoryBytes))
+        return [dir!]
       } catch {
-        return false
-      }
-    },
-    join: (id, pid) => {
-      try {
-        write(NodePath.join(dir(id), "cgroup.procs"), String(pid))
-      } catch {
-        // gone
-      }
-    },
-    cpuSeconds: (id) => {
-      try {
-        const stat = NodeFs.readFileSync(NodePath.join(dir(id), "cpu.stat"), "utf8")
-        return Number(/usage_usec (\d+)/.exec(stat)?.[1]) / 1e6
-      } catch {
+        remove([dir!])
         return undefined
       }
-    },
-    remove: (id) => removeGroup(dir(id))
+    }
   }
 }
 
 /** No groups: nothing enforced, CPU time counted from /proc. */
 export const none: Cgroups = {
   enforced: false,
-  prepare: () => false,
-  join: () => undefined,
-  cpuSeconds: () => undefined,
-  remove: () => true
+  groupsOf: () => [],
+  prepare: () => undefined
 }
 
 /** The cgroup flavour of this host; `none` when svc may not create groups. */
 export const detect = (): Cgroups => {
   const flavour = NodeFs.existsSync(NodePath.join(root, "cgroup.controllers")) ? v2() : v1()
-  const probe = `probe-${process.pid}`
-  if (!flavour.prepare(probe, "small")) return none
-  flavour.remove(probe)
+  const probe = flavour.prepare(`probe-${process.pid}`, "small")
+  if (probe === undefined) return none
+  remove(probe)
   return flavour
 }

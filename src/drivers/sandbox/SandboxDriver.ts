@@ -50,7 +50,9 @@ interface RunRecord {
   readonly hostBootId: string
   readonly bootId: string
   readonly env: Readonly<Record<string, string>>
-  /** The machine's cgroup CPU count when it booted, when the boot's CPU time is counted there. */
+  /** The machine's cgroups (one folder per hierarchy), when the host let svc make them. */
+  readonly groups?: Cgroups.Groups | undefined
+  /** The groups' CPU count when the machine booted, when the boot's CPU time is counted there. */
   readonly cgroupCpuAtBoot?: number | undefined
 }
 
@@ -105,15 +107,15 @@ export const make = (
    * the live processes (pid 1's include every orphan it reaped). Commands that exec ran and that
    * have exited are credited to the ledger at their exit when there is no cgroup count.
    */
-  const bootCpu = (id: string, record: RunRecord) => {
-    if (record.cgroupCpuAtBoot !== undefined) {
-      const now = cgroups.cpuSeconds(id)
+  const bootCpu = (record: RunRecord) => {
+    if (record.cgroupCpuAtBoot !== undefined && record.groups !== undefined) {
+      const now = Cgroups.cpuSeconds(record.groups)
       if (now !== undefined) return Math.max(0, now - record.cgroupCpuAtBoot)
     }
     return processesOf(record).reduce((sum, pid) => sum + (procStat(pid)?.cpuSeconds ?? 0), 0)
   }
 
-  const boot = (spec: MachineSpec) =>
+  const boot = (spec: MachineSpec, groups: Cgroups.Groups) =>
     Effect.async<RunRecord, DriverError>((resume) => {
       const machine = paths(spec.id)
       const bootId = NodeCrypto.randomUUID()
@@ -186,7 +188,7 @@ export const make = (
         }
         const stat = procStat(pid)
         if (stat === undefined) return finish(Effect.fail(new DriverError({ message: "the sandbox ended at once" })))
-        cgroups.join(spec.id, pid)
+        Cgroups.join(groups, pid)
         ready(pid, stat.starttime)
       })
       // bwrap tells the pid before its pid 1 has set the machine's root up; pid 1 forks the
@@ -198,14 +200,14 @@ export const make = (
         }
         const children = childrenOf(pid)
         if (children.length === 0) return void setTimeout(() => ready(pid, starttime), 2)
-        for (const child of children) cgroups.join(spec.id, child) // forked before pid 1 joined, if it was
+        for (const child of children) Cgroups.join(groups, child) // forked before pid 1 joined, if it was
         const record: RunRecord = {
           pid,
           starttime,
           hostBootId: hostBootId(),
           bootId,
           env: spec.env,
-          cgroupCpuAtBoot: cgroups.cpuSeconds(spec.id)
+          ...(groups.length === 0 ? {} : { groups, cgroupCpuAtBoot: Cgroups.cpuSeconds(groups) })
         }
         try {
           writeAtomic(machine.run, JSON.stringify(record))
@@ -222,7 +224,7 @@ export const make = (
       const machine = paths(id)
       const record = yield* attempt("stop", () => running(id))
       if (record !== undefined) {
-        const fold = attempt("stop", () => cpuFold(machine.cpu, record.bootId, bootCpu(id, record)))
+        const fold = attempt("stop", () => cpuFold(machine.cpu, record.bootId, bootCpu(record)))
         yield* fold
         if (!force) {
           // Everything but pid 1 and the machine's first process (pid 2, which ignores SIGTERM).
@@ -236,7 +238,8 @@ export const make = (
         const gone = yield* waitFor(() => !isAlive(record.pid, record.starttime), graceMs)
         if (!gone) return yield* new DriverError({ message: `stop: the sandbox of machine ${id} did not end` })
       }
-      yield* waitFor(() => cgroups.remove(id), 1_000)
+      const groups = (yield* attempt("stop", () => readJson<RunRecord>(machine.run)))?.groups ?? cgroups.groupsOf(id)
+      yield* waitFor(() => Cgroups.remove(groups), 1_000)
       yield* attempt("stop", () => NodeFs.rmSync(machine.run, { force: true }))
     })
 
@@ -259,12 +262,16 @@ export const make = (
         }
         yield* attempt("start", () => {
           ensureDisk(machine)
+          // A record left by a boot that ended without a stop (a crash, a host reboot).
+          const stale = readJson<RunRecord>(machine.run)
+          if (stale?.groups !== undefined) Cgroups.remove(stale.groups)
           NodeFs.rmSync(machine.run, { force: true })
         })
-        if (cgroups.enforced && !cgroups.prepare(spec.id, spec.size)) {
+        const groups = cgroups.enforced ? cgroups.prepare(spec.id, spec.size) : []
+        if (groups === undefined) {
           warnOnce(`cgroups: cannot create the groups of machine ${spec.id}; it runs without CPU and memory limits`)
         }
-        const record = yield* boot(spec)
+        const record = yield* boot(spec, groups ?? [])
         return { bootId: record.bootId }
       }),
     stop,
@@ -298,7 +305,7 @@ export const make = (
             env: { PATH: machinePath, HOME: machineHome, ...record.env, ...request.env },
             stdin: request.stdin,
             // Into the machine's cgroups before nsenter forks the command (best effort: a race).
-            onSpawn: (pid) => cgroups.join(id, pid),
+            onSpawn: record.groups === undefined ? undefined : (pid) => Cgroups.join(record.groups!, pid),
             onExit: record.cgroupCpuAtBoot === undefined ? (seconds) => cpuCredit(cpuFile, seconds) : undefined
           },
           onOutput
@@ -316,7 +323,7 @@ export const make = (
         const record = running(id)
         return cpuTotal(
           paths(id).cpu,
-          record === undefined ? undefined : { bootId: record.bootId, seconds: bootCpu(id, record) }
+          record === undefined ? undefined : { bootId: record.bootId, seconds: bootCpu(record) }
         )
       })
   }
