@@ -35,8 +35,19 @@ export interface Served {
 export const serve = async (env: Record<string, string> = {}): Promise<Served> => {
   const dataDir = tempDir("data")
   const port = await freePort()
-  const fullEnv = { ...process.env, SVC_DATA_DIR: dataDir, SVC_PORT: String(port), SVC_LOG_LEVEL: "info", ...env }
-  const child = NodeChild.spawn(process.execPath, [bin, "serve"], { env: fullEnv, stdio: ["ignore", "ignore", "pipe"] })
+  const fullEnv = {
+    ...process.env,
+    SVC_DATA_DIR: dataDir,
+    SVC_PORT: String(port),
+    SVC_LOG_LEVEL: "info",
+    ...env
+  }
+  // SVC_BENCH_NODE_ARGS reach the server only (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof").
+  const nodeArgs = (process.env.SVC_BENCH_NODE_ARGS ?? "").split(" ").filter((arg) => arg !== "")
+  const child = NodeChild.spawn(process.execPath, [...nodeArgs, bin, "serve"], {
+    env: fullEnv,
+    stdio: ["ignore", "ignore", "pipe"]
+  })
   await new Promise<void>((resolve, reject) => {
     let stderr = ""
     child.stderr!.on("data", (chunk) => {

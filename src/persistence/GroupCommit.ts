@@ -44,8 +44,14 @@ export class GroupCommit extends Context.Tag("svc/persistence/GroupCommit")<Grou
           )
         )
 
-      yield* Queue.takeBetween(queue, 1, maxBatch).pipe(
-        Effect.flatMap((chunk) => commitBatch(Array.from(chunk))),
+      // After the first job, let the event loop turn once: the requests that arrived in the same
+      // I/O phase queue their jobs meanwhile and share this commit.
+      const nextBatch = Queue.take(queue).pipe(
+        Effect.zipLeft(Effect.async<void>((resume) => void setImmediate(() => resume(Effect.void)))),
+        Effect.flatMap((first) => Effect.map(Queue.takeUpTo(queue, maxBatch - 1), (rest) => [first, ...rest]))
+      )
+      yield* nextBatch.pipe(
+        Effect.flatMap(commitBatch),
         Effect.forever,
         Effect.forkScoped
       )

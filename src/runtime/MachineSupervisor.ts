@@ -5,8 +5,10 @@
  * start, what was `running` becomes `uncertain` and every machine with open work is woken.
  */
 import { Cause, Clock, Context, Deferred, Effect, Layer, Option, Queue } from "effect"
+import type { MachineState } from "../domain/MachineStates.js"
 import { MachineDriver } from "../drivers/MachineDriver.js"
-import { DomainEvents } from "../events/DomainEvents.js"
+import { type DomainEvent, DomainEvents } from "../events/DomainEvents.js"
+import { GroupCommit } from "../persistence/GroupCommit.js"
 import { MachinesRepo } from "../persistence/MachinesRepo.js"
 import { isTerminal, type OperationRow, OperationsRepo, type OperationStatus } from "../persistence/OperationsRepo.js"
 import { apply, type Outcome } from "./Apply.js"
@@ -35,7 +37,24 @@ export class MachineSupervisor extends Context.Tag("svc/runtime/MachineSuperviso
   MachineSupervisorShape
 >() {}
 
+/** The bus event of a machine that settled in `state`, if it has one. */
+const machineEventOf = (state: MachineState | undefined) => {
+  switch (state) {
+    case "running":
+      return "machine.ready" as const
+    case "stopped":
+      return "machine.stopped" as const
+    case "deleted":
+      return "machine.deleted" as const
+    case "failed":
+      return "machine.error" as const
+    default:
+      return undefined
+  }
+}
+
 const make = Effect.gen(function*() {
+  const commit = yield* GroupCommit
   const machines = yield* MachinesRepo
   const operations = yield* OperationsRepo
   const events = yield* DomainEvents
@@ -44,11 +63,30 @@ const make = Effect.gen(function*() {
   const cancels = new Map<string, Deferred.Deferred<void>>()
   const scope = yield* Effect.scope
 
-  const emit = (operation: OperationRow, name: "status" | "output" | "end", data: unknown) =>
+  /**
+   * Runs `job` in the group commit (one fsync shared with every other accept and actor write ready
+   * at the same time), then publishes the bus events it collected: a subscriber that reads the
+   * table on an event always finds the rows.
+   */
+  const persist = <A>(job: (published: Array<DomainEvent>) => Effect.Effect<A>) =>
+    Effect.suspend(() => {
+      const published: Array<DomainEvent> = []
+      return commit.transaction(job(published)).pipe(
+        Effect.tap(() => Effect.forEach(published, events.publish, { discard: true }))
+      )
+    })
+
+  /** Appends an operation event (inside a `persist` job). */
+  const record = (
+    published: Array<DomainEvent>,
+    operation: OperationRow,
+    name: "status" | "output" | "end",
+    data: unknown
+  ) =>
     Effect.gen(function*() {
       const now = yield* Clock.currentTimeMillis
       const id = yield* operations.appendEvent(operation.id, name, data, now)
-      yield* events.publish({
+      published.push({
         _tag: "OperationEvent",
         operationId: operation.id,
         machineId: operation.machine_id,
@@ -58,8 +96,13 @@ const make = Effect.gen(function*() {
       })
     })
 
-  const statusEvent = (operation: OperationRow, status: OperationStatus, attempts: number, errorCode: string | null) =>
-    emit(operation, "status", { status, attempt_count: attempts, error_code: errorCode })
+  const recordStatus = (
+    published: Array<DomainEvent>,
+    operation: OperationRow,
+    status: OperationStatus,
+    attempts: number,
+    errorCode: string | null
+  ) => record(published, operation, "status", { status, attempt_count: attempts, error_code: errorCode })
 
   /** The output of earlier attempts, so a re-applied exec's result holds all of it. */
   const earlierOutput = (operation: OperationRow) =>
@@ -73,55 +116,46 @@ const make = Effect.gen(function*() {
     })
 
   const settle = (operation: OperationRow, attempts: number, outcome: Exclude<Outcome, { status: "uncertain" }>) =>
-    Effect.gen(function*() {
-      const now = yield* Clock.currentTimeMillis
-      const machinePatch = outcome.machine ?? {}
-      yield* machines.update(operation.machine_id, { ...machinePatch, updated_at: now })
-      const errorCode = outcome.status === "failed" ? outcome.errorCode : null
-      const result = outcome.status === "succeeded" || outcome.status === "failed"
-        ? JSON.stringify({
-          exec_result: outcome.execResult ?? null,
-          file_ranges: outcome.status === "succeeded" ? outcome.fileRanges ?? null : null
+    persist((published) =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        const machinePatch = outcome.machine ?? {}
+        yield* machines.update(operation.machine_id, { ...machinePatch, updated_at: now })
+        const errorCode = outcome.status === "failed" ? outcome.errorCode : null
+        const result = outcome.status === "succeeded" || outcome.status === "failed"
+          ? JSON.stringify({
+            exec_result: outcome.execResult ?? null,
+            file_ranges: outcome.status === "succeeded" ? outcome.fileRanges ?? null : null
+          })
+          : null
+        yield* operations.update(operation.id, {
+          status: outcome.status,
+          error_code: errorCode,
+          completed_but_unchanged: outcome.status === "succeeded" && outcome.unchanged ? 1 : 0,
+          result,
+          finished_at: now
         })
-        : null
-      yield* operations.update(operation.id, {
-        status: outcome.status,
-        error_code: errorCode,
-        completed_but_unchanged: outcome.status === "succeeded" && outcome.unchanged ? 1 : 0,
-        result,
-        finished_at: now
-      })
-      if (outcome.status !== "succeeded") yield* reproject(operation.machine_id)
-      yield* statusEvent(operation, outcome.status, attempts, errorCode)
-      yield* emit(operation, "end", { status: outcome.status })
-      yield* events.publish({
-        _tag: "OperationSettled",
-        type: outcome.status === "succeeded" ? "operation.succeeded" : "operation.failed",
-        operationId: operation.id,
-        machineId: operation.machine_id,
-        organizationId: operation.organization_id
-      })
-      const state = machinePatch.state
-      if (state !== undefined) {
-        const type = state === "running"
-          ? "machine.ready"
-          : state === "stopped"
-          ? "machine.stopped"
-          : state === "deleted"
-          ? "machine.deleted"
-          : state === "failed"
-          ? "machine.error"
-          : undefined
+        if (outcome.status !== "succeeded") yield* reproject(operation.machine_id)
+        yield* recordStatus(published, operation, outcome.status, attempts, errorCode)
+        yield* record(published, operation, "end", { status: outcome.status })
+        published.push({
+          _tag: "OperationSettled",
+          type: outcome.status === "succeeded" ? "operation.succeeded" : "operation.failed",
+          operationId: operation.id,
+          machineId: operation.machine_id,
+          organizationId: operation.organization_id
+        })
+        const type = machineEventOf(machinePatch.state)
         if (type !== undefined) {
-          yield* events.publish({
+          published.push({
             _tag: "MachineEvent",
             type,
             machineId: operation.machine_id,
             organizationId: operation.organization_id
           })
         }
-      }
-    })
+      })
+    )
 
   const reproject = (machineId: string) =>
     Effect.gen(function*() {
@@ -141,21 +175,33 @@ const make = Effect.gen(function*() {
         const machine = yield* machines.find(initial.machine_id)
         if (Option.isNone(machine)) return
         attempts += 1
-        const now = yield* Clock.currentTimeMillis
-        if (!(yield* operations.claim(initial.id, attempts, now))) return
-        yield* statusEvent(initial, "running", attempts, null)
+        const claimed = yield* persist((published) =>
+          Effect.gen(function*() {
+            const now = yield* Clock.currentTimeMillis
+            if (!(yield* operations.claim(initial.id, attempts, now))) return false
+            yield* recordStatus(published, initial, "running", attempts, null)
+            return true
+          })
+        )
+        if (!claimed) return
         const outcome = yield* apply(initial, machine.value, {
           cancelled: Deferred.await(cancelled),
           earlierOutput: yield* earlierOutput(initial),
           onOutput: (stream, chunk) =>
-            emit(initial, "output", { stream, data_base64: Buffer.from(chunk).toString("base64") })
+            persist((published) =>
+              record(published, initial, "output", { stream, data_base64: Buffer.from(chunk).toString("base64") })
+            )
         }).pipe(Effect.provideService(MachineDriver, driver))
         if (outcome.status !== "uncertain") return yield* settle(initial, attempts, outcome)
         yield* Effect.logWarning("operation uncertain; will re-apply").pipe(
           Effect.annotateLogs({ operation_id: initial.id, reason: outcome.reason, attempt: attempts })
         )
-        yield* operations.update(initial.id, { status: "uncertain" })
-        yield* statusEvent(initial, "uncertain", attempts, null)
+        yield* persist((published) =>
+          Effect.zipRight(
+            operations.update(initial.id, { status: "uncertain" }),
+            recordStatus(published, initial, "uncertain", attempts, null)
+          )
+        )
         yield* Effect.sleep(retryDelay(attempts))
       }
     }).pipe(Effect.ensuring(Effect.sync(() => cancels.delete(initial.id))))
@@ -211,13 +257,17 @@ const make = Effect.gen(function*() {
     wake,
     cancel: (operation) =>
       Effect.gen(function*() {
-        const now = yield* Clock.currentTimeMillis
-        if (yield* operations.cancelPending(operation.id, now)) {
-          yield* reproject(operation.machine_id)
-          yield* statusEvent(operation, "failed", operation.attempt_count, "cancelled")
-          yield* emit(operation, "end", { status: "failed" })
-          return
-        }
+        const wasPending = yield* persist((published) =>
+          Effect.gen(function*() {
+            const now = yield* Clock.currentTimeMillis
+            if (!(yield* operations.cancelPending(operation.id, now))) return false
+            yield* reproject(operation.machine_id)
+            yield* recordStatus(published, operation, "failed", operation.attempt_count, "cancelled")
+            yield* record(published, operation, "end", { status: "failed" })
+            return true
+          })
+        )
+        if (wasPending) return
         const running = cancels.get(operation.id)
         if (running !== undefined) yield* Deferred.succeed(running, undefined)
       }),
