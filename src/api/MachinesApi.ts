@@ -96,6 +96,18 @@ export const PatchMachineRequest = RequestBody({
   idle_sleep_seconds: Schema.optional(Seconds)
 })
 
+/** OpenSSH public key line: type, base64 key, optional comment. */
+const PublicKey = Schema.String.pipe(
+  Schema.maxLength(16 * 1024),
+  Schema.pattern(
+    /^(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\.com|sk-ecdsa-sha2-nistp256@openssh\.com) [A-Za-z0-9+/]+={0,3}( [^\r\n]*)?$/,
+    { message: () => "an OpenSSH public key line such as \"ssh-ed25519 AAAA... comment\"" }
+  )
+)
+
+export const SshKeyRequest = RequestBody({ public_key: PublicKey })
+export const InternetRequest = RequestBody({ enabled: Schema.Boolean })
+
 export const StopRequest = RequestBody({ force: Schema.optionalWith(Schema.Boolean, { default: () => false }) })
 
 const Base64 = Schema.String.pipe(
@@ -167,10 +179,14 @@ const conflicts = [
 /** An operation-accepting route on one machine: path id, idempotency key, 202, the 409s. */
 const change = <const Name extends string, const Path extends `/v1/machines/:id${string}`>(
   name: Name,
-  method: "post" | "del",
+  method: "post" | "put" | "del",
   path: Path
 ) =>
-  (method === "post" ? HttpApiEndpoint.post(name, path) : HttpApiEndpoint.del(name, path))
+  (method === "post"
+    ? HttpApiEndpoint.post(name, path)
+    : method === "put"
+    ? HttpApiEndpoint.put(name, path)
+    : HttpApiEndpoint.del(name, path))
     .setPath(MachinePath)
     .setHeaders(IdempotencyHeaders)
     .addSuccess(AcceptedChange, { status: 202 })
@@ -229,6 +245,18 @@ export class MachinesApi extends HttpApiGroup.make("machines")
   )
   .add(
     change("readFile", "post", "/v1/machines/:id/files/read").setPayload(ReadFileRequest).annotate(
+      Policy,
+      policy("U", "header")
+    )
+  )
+  .add(
+    change("installSshKey", "post", "/v1/machines/:id/ssh-keys").setPayload(SshKeyRequest).annotate(
+      Policy,
+      policy("U", "header")
+    )
+  )
+  .add(
+    change("setInternet", "put", "/v1/machines/:id/internet").setPayload(InternetRequest).annotate(
       Policy,
       policy("U", "header")
     )

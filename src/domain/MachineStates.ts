@@ -24,6 +24,8 @@ export type OperationKind =
   | "exec"
   | "write_file"
   | "read_file"
+  | "install_ssh_key"
+  | "set_internet_access"
 
 export type MachineConflict = "machine_not_running" | "machine_not_created" | "machine_deleted" | "machine_not_stopped"
 
@@ -66,7 +68,10 @@ export const rules: Record<Exclude<OperationKind, "create">, Rule> = {
   delete: { from: ["stopped", "running", "failed"], to: "deleted", otherwise: "machine_not_stopped" },
   exec: needsRunning,
   write_file: needsRunning,
-  read_file: needsRunning
+  read_file: needsRunning,
+  install_ssh_key: needsRunning,
+  // Recorded on a stopped or running machine; the network namespace follows it at the next boot.
+  set_internet_access: { from: ["stopped", "running"], to: "same", otherwise: "machine_not_stopped" }
 }
 
 /** The conflict of running `kind` on a machine in `state`, if any. */

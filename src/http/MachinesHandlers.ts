@@ -75,4 +75,10 @@ export const MachinesHandlers = HttpApiBuilder.group(Api, "machines", (handlers)
       .handle("readFile", ({ headers, path, payload }) =>
         Effect.flatMap(requester(headers), (who) =>
           machines.change(who, path.id, "read_file", { ...payload })))
+      .handle("installSshKey", ({ headers, path, payload }) =>
+        Effect.flatMap(requester(headers), (who) =>
+          machines.change(who, path.id, "install_ssh_key", { ...payload })))
+      .handle("setInternet", ({ headers, path, payload }) =>
+        Effect.flatMap(requester(headers), (who) =>
+          machines.change(who, path.id, "set_internet_access", { ...payload })))
   }))

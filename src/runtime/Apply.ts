@@ -226,6 +226,31 @@ export const apply = (
           ? outcome({ status: "succeeded", unchanged: false, machine: { last_activity_at: now } })
           : failed("write_failed")
       }
+      case "install_ssh_key": {
+        // Exit 10: the key is there already. The file is the one an sshd in the machine would read.
+        const result = yield* runOnce(machine, operation, {
+          argv: [
+            "/bin/sh",
+            "-c",
+            `mkdir -p "$HOME/.ssh" && chmod 700 "$HOME/.ssh" && f="$HOME/.ssh/authorized_keys" &&
+if [ -f "$f" ] && grep -qxF "$1" "$f"; then exit 10; fi
+printf '%s\\n' "$1" >> "$f" && chmod 600 "$f"`,
+            "ssh-key",
+            request.public_key
+          ],
+          timeoutSeconds: 60
+        }, hooks)
+        if (result.exit_code !== 0 && result.exit_code !== 10) return failed("guest_action_failed")
+        return outcome({ status: "succeeded", unchanged: result.exit_code === 10, machine: {} })
+      }
+      case "set_internet_access": {
+        const enabled = request.enabled === true ? 1 : 0
+        return outcome({
+          status: "succeeded",
+          unchanged: machine.internet_access === enabled,
+          machine: { internet_access: enabled }
+        })
+      }
       case "read_file": {
         const ranges: Array<FileRange> = []
         for (const range of request.ranges as ReadonlyArray<{ path: string; offset: number; size: number }>) {

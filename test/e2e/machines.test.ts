@@ -286,4 +286,31 @@ describe("machines", () => {
         assert.strictEqual(reply.status, 404, `${method} ${path}`)
       }
     }))
+
+  it.scopedLive("ssh keys are installed once; internet access follows the setting from the next boot", () =>
+    Effect.gen(function*() {
+      const { api } = yield* setup()
+      const id = yield* runningMachine(api, "net", { internet_access: false })
+      const key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFakeKeyForTestsOnly0000000000000000000000 dev@laptop"
+      const first = yield* change(api, "POST", `/v1/machines/${id}/ssh-keys`, { public_key: key })
+      assert.strictEqual(first.status, "succeeded")
+      assert.isFalse(first.completed_but_unchanged)
+      const again = yield* change(api, "POST", `/v1/machines/${id}/ssh-keys`, { public_key: key })
+      assert.isTrue(again.completed_but_unchanged)
+      const keys = yield* sh(api, id, "cat ~/.ssh/authorized_keys; stat -c %a ~/.ssh/authorized_keys")
+      assert.strictEqual(decode(keys.exec_result.stdout_base64), `${key}\n600\n`)
+      const bad = yield* api("POST", `/v1/machines/${id}/ssh-keys`, { json: { public_key: "not a key" } })
+      assert.strictEqual(bad.status, 422)
+
+      const interfaces = (shell: string) =>
+        Effect.map(sh(api, id, shell), (op) => decode(op.exec_result.stdout_base64).trim())
+      const listing = "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' ' | sort | tr '\\n' ' '"
+      assert.strictEqual(yield* interfaces(listing), "lo")
+      const enabled = yield* change(api, "PUT", `/v1/machines/${id}/internet`, { enabled: true })
+      assert.strictEqual(enabled.status, "succeeded")
+      assert.isTrue((yield* api("GET", `/v1/machines/${id}`)).body.internet_access)
+      assert.strictEqual(yield* interfaces(listing), "lo", "a running machine keeps its network until it boots again")
+      yield* change(api, "POST", `/v1/machines/${id}/restart`)
+      assert.notStrictEqual(yield* interfaces(listing), "lo")
+    }))
 })

@@ -86,6 +86,17 @@ export const join = (groups: Groups, pid: number) => {
   }
 }
 
+/** The argv that moves itself into `groups` and then executes `argv` (so nothing escapes by a race). */
+export const joinThen = (groups: Groups, argv: ReadonlyArray<string>): ReadonlyArray<string> => [
+  "/bin/sh",
+  "-c",
+  `n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1/cgroup.procs" 2>/dev/null; shift; n=$((n - 1)); done; exec "$@"`,
+  "svc-join",
+  String(groups.length),
+  ...groups,
+  ...argv
+]
+
 /** CPU seconds used in the groups (v1 `cpuacct.usage`, v2 `cpu.stat`), or undefined when none counts. */
 export const cpuSeconds = (groups: Groups): number | undefined => {
   for (const dir of groups) {

@@ -298,14 +298,23 @@ export const make = (
         if (record === undefined) return Effect.fail(new NotRunning({ machineId: id }))
         const cwd = NodePath.posix.resolve(machineHome, request.cwd ?? ".")
         const cpuFile = paths(id).cpu
+        const enter = [
+          tools.nsenter,
+          `--target=${record.pid}`,
+          "--all",
+          "--root",
+          `--wdns=${cwd}`,
+          "--",
+          ...request.argv
+        ]
         return runCommand(
-          [tools.nsenter, `--target=${record.pid}`, "--all", "--root", `--wdns=${cwd}`, "--", ...request.argv],
+          // With cgroups, a small shell joins the machine's groups first and then becomes nsenter,
+          // so the command and everything it forks is counted and limited (about 0.5 ms more).
+          record.groups === undefined ? enter : Cgroups.joinThen(record.groups, enter),
           {
             cwd: "/",
             env: { PATH: machinePath, HOME: machineHome, ...record.env, ...request.env },
             stdin: request.stdin,
-            // Into the machine's cgroups before nsenter forks the command (best effort: a race).
-            onSpawn: record.groups === undefined ? undefined : (pid) => Cgroups.join(record.groups!, pid),
             onExit: record.cgroupCpuAtBoot === undefined ? (seconds) => cpuCredit(cpuFile, seconds) : undefined
           },
           onOutput
