@@ -12,6 +12,7 @@ import * as Mail from "./mail/Mail.js"
 import { ApiKeysRepo } from "./persistence/ApiKeysRepo.js"
 import * as Database from "./persistence/Database.js"
 import { EmailSignInsRepo } from "./persistence/EmailSignInsRepo.js"
+import { EnvironmentsRepo } from "./persistence/EnvironmentsRepo.js"
 import { GroupCommit } from "./persistence/GroupCommit.js"
 import { MachinesRepo } from "./persistence/MachinesRepo.js"
 import { OperationsRepo } from "./persistence/OperationsRepo.js"
@@ -23,9 +24,11 @@ import * as StopTimers from "./runtime/StopTimers.js"
 import { Accounts } from "./services/Accounts.js"
 import { ApiKeys } from "./services/ApiKeys.js"
 import { EmailSignIn } from "./services/EmailSignIn.js"
+import { Environments } from "./services/Environments.js"
 import { Limits } from "./services/Limits.js"
 import { Machines } from "./services/Machines.js"
 import { RateLimiter } from "./services/RateLimiter.js"
+import { SecretBox } from "./services/SecretBox.js"
 import { Sessions } from "./services/Sessions.js"
 
 const ReposLive = Layer.mergeAll(
@@ -53,10 +56,13 @@ export const IdentityLive = EmailSignIn.layer.pipe(
  */
 export const machinesLive = <E, R>(driver: Layer.Layer<MachineDriver, E, R>) =>
   StopTimers.layer.pipe(
+    Layer.provideMerge(Environments.layer),
     Layer.provideMerge(Machines.layer),
     Layer.provideMerge(Layer.merge(MachineSupervisor.layer, Limits.layer)),
     Layer.provideMerge(Layer.mergeAll(driver, DomainEvents.layer, GroupCommit.layer)),
-    Layer.provideMerge(Layer.mergeAll(MachinesRepo.layer, OperationsRepo.layer)),
+    Layer.provideMerge(
+      Layer.mergeAll(MachinesRepo.layer, OperationsRepo.layer, EnvironmentsRepo.layer, SecretBox.layer)
+    ),
     Layer.provideMerge(Database.layer)
   )
 

@@ -5,6 +5,7 @@
 import { HttpApi, OpenApi } from "@effect/platform"
 import { ApiKeysApi } from "./ApiKeysApi.js"
 import { AuthApi } from "./AuthApi.js"
+import { EnvironmentsApi } from "./EnvironmentsApi.js"
 import { BodyTooLarge, InternalError, InvalidRequest, RateLimited } from "./Errors.js"
 import { LimitsApi } from "./LimitsApi.js"
 import { MachinesApi } from "./MachinesApi.js"
@@ -19,6 +20,7 @@ export class Api extends HttpApi.make("svc")
   .add(MachinesApi)
   .add(OperationsApi)
   .add(LimitsApi)
+  .add(EnvironmentsApi)
   .addError(wire(InvalidRequest))
   .addError(wire(BodyTooLarge))
   .addError(wire(RateLimited))

@@ -26,6 +26,7 @@ export type OperationKind =
   | "read_file"
   | "install_ssh_key"
   | "set_internet_access"
+  | "apply_environment"
 
 export type MachineConflict = "machine_not_running" | "machine_not_created" | "machine_deleted" | "machine_not_stopped"
 
@@ -71,7 +72,9 @@ export const rules: Record<Exclude<OperationKind, "create">, Rule> = {
   read_file: needsRunning,
   install_ssh_key: needsRunning,
   // Recorded on a stopped or running machine; the network namespace follows it at the next boot.
-  set_internet_access: { from: ["stopped", "running"], to: "same", otherwise: "machine_not_stopped" }
+  set_internet_access: { from: ["stopped", "running"], to: "same", otherwise: "machine_not_stopped" },
+  // Moves the machine to an environment version; running processes see it from the next boot.
+  apply_environment: { from: ["stopped", "running"], to: "same", otherwise: "machine_not_stopped" }
 }
 
 /** The conflict of running `kind` on a machine in `state`, if any. */

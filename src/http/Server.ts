@@ -11,6 +11,7 @@ import { AppConfig } from "../config/AppConfig.js"
 import { ApiKeysHandlers } from "./ApiKeysHandlers.js"
 import { AuthHandlers } from "./AuthHandlers.js"
 import { AuthorizationLive } from "./AuthorizationLive.js"
+import { EnvironmentsHandlers } from "./EnvironmentsHandlers.js"
 import { LimitsHandlers } from "./LimitsHandlers.js"
 import { MachinesHandlers } from "./MachinesHandlers.js"
 import { MembersHandlers } from "./MembersHandlers.js"
@@ -18,7 +19,15 @@ import { OperationsHandlers } from "./OperationsHandlers.js"
 import { edge, ProblemsLive } from "./RequestEdge.js"
 
 export const ApiLive = HttpApiBuilder.api(Api).pipe(
-  Layer.provide([AuthHandlers, ApiKeysHandlers, MembersHandlers, MachinesHandlers, OperationsHandlers, LimitsHandlers]),
+  Layer.provide([
+    AuthHandlers,
+    ApiKeysHandlers,
+    MembersHandlers,
+    MachinesHandlers,
+    OperationsHandlers,
+    LimitsHandlers,
+    EnvironmentsHandlers
+  ]),
   Layer.provide(AuthorizationLive)
 )
 

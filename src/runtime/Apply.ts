@@ -37,14 +37,16 @@ export interface ExecHooks {
   readonly cancelled: Effect.Effect<void>
   /** The output persisted by earlier attempts of this operation, to start the result from. */
   readonly earlierOutput: OutputCollector
+  /** The variables of the machine's environment version, for a boot. */
+  readonly env: Readonly<Record<string, string>>
 }
 
-export const specOf = (machine: MachineRow): MachineSpec => ({
+export const specOf = (machine: MachineRow, env: Readonly<Record<string, string>>): MachineSpec => ({
   id: machine.id,
   size: machine.size,
   image: machine.image,
   internetAccess: machine.internet_access === 1,
-  env: {}
+  env
 })
 
 const outcome = (value: Outcome) => value
@@ -113,7 +115,7 @@ export const apply = (
   Effect.gen(function*() {
     const driver = yield* MachineDriver
     const request = JSON.parse(operation.request) as Record<string, any>
-    const spec = specOf(machine)
+    const spec = specOf(machine, hooks.env)
     const conflict = needs(operation, machine)
     if (conflict !== undefined) return failed(conflict)
     const now = yield* Clock.currentTimeMillis
@@ -242,6 +244,14 @@ printf '%s\\n' "$1" >> "$f" && chmod 600 "$f"`,
         }, hooks)
         if (result.exit_code !== 0 && result.exit_code !== 10) return failed("guest_action_failed")
         return outcome({ status: "succeeded", unchanged: result.exit_code === 10, machine: {} })
+      }
+      case "apply_environment": {
+        const version = Number(request.version)
+        return outcome({
+          status: "succeeded",
+          unchanged: machine.environment_version === version,
+          machine: { environment_version: version }
+        })
       }
       case "set_internet_access": {
         const enabled = request.enabled === true ? 1 : 0

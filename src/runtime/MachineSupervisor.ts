@@ -8,9 +8,12 @@ import { Cause, Clock, Context, Deferred, Effect, Layer, Option, Queue } from "e
 import type { MachineState } from "../domain/MachineStates.js"
 import { MachineDriver } from "../drivers/MachineDriver.js"
 import { type DomainEvent, DomainEvents } from "../events/DomainEvents.js"
+import { EnvironmentsRepo } from "../persistence/EnvironmentsRepo.js"
 import { GroupCommit } from "../persistence/GroupCommit.js"
 import { MachinesRepo } from "../persistence/MachinesRepo.js"
 import { isTerminal, type OperationRow, OperationsRepo, type OperationStatus } from "../persistence/OperationsRepo.js"
+import { variablesOf } from "../services/EnvironmentVariables.js"
+import { SecretBox } from "../services/SecretBox.js"
 import { apply, type Outcome } from "./Apply.js"
 import { retryDelay } from "./Backoff.js"
 import { OutputCollector } from "./ExecOutput.js"
@@ -55,6 +58,8 @@ const machineEventOf = (state: MachineState | undefined) => {
 
 const make = Effect.gen(function*() {
   const commit = yield* GroupCommit
+  const environments = yield* EnvironmentsRepo
+  const secrets = yield* SecretBox
   const machines = yield* MachinesRepo
   const operations = yield* OperationsRepo
   const events = yield* DomainEvents
@@ -184,7 +189,15 @@ const make = Effect.gen(function*() {
           })
         )
         if (!claimed) return
+        const { environment_id, environment_version } = machine.value
+        const env = environment_id === null || environment_version === null
+          ? {}
+          : yield* variablesOf(environment_id, environment_version).pipe(
+            Effect.provideService(EnvironmentsRepo, environments),
+            Effect.provideService(SecretBox, secrets)
+          )
         const outcome = yield* apply(initial, machine.value, {
+          env,
           cancelled: Deferred.await(cancelled),
           earlierOutput: yield* earlierOutput(initial),
           onOutput: (stream, chunk) =>

@@ -13,6 +13,7 @@ import { AppConfig } from "../config/AppConfig.js"
 import { uuidv7 } from "../domain/Ids.js"
 import { conflictOf, type OperationKind, projectedAfter } from "../domain/MachineStates.js"
 import { DomainEvents } from "../events/DomainEvents.js"
+import { EnvironmentsRepo } from "../persistence/EnvironmentsRepo.js"
 import { GroupCommit } from "../persistence/GroupCommit.js"
 import { type MachinePatch, type MachineRow, MachinesRepo } from "../persistence/MachinesRepo.js"
 import { OperationsRepo } from "../persistence/OperationsRepo.js"
@@ -47,6 +48,7 @@ const make = Effect.gen(function*() {
   const operations = yield* OperationsRepo
   const supervisor = yield* MachineSupervisor
   const limits = yield* Limits
+  const environments = yield* EnvironmentsRepo
   const bus = yield* DomainEvents
 
   const accepted = (operationId: string, machineId: string, kind: string): AcceptedChange => ({
@@ -142,6 +144,12 @@ const make = Effect.gen(function*() {
           if (yield* machines.liveNameTaken(requester.organizationId, body.name, null)) {
             return yield* new NameTaken({ detail: `A live machine is already named ${body.name}` })
           }
+          const environment = body.environment_id === null
+            ? Option.none()
+            : yield* environments.findIn(requester.organizationId, body.environment_id.toLowerCase())
+          if (body.environment_id !== null && Option.isNone(environment)) {
+            return yield* new ResourceNotFound({ detail: "Environment not found" })
+          }
           if (body.start) yield* limits.checkBoot(requester.organizationId, requester.userId, null)
           const now = yield* Clock.currentTimeMillis
           const machineId = uuidv7()
@@ -155,8 +163,8 @@ const make = Effect.gen(function*() {
             projected_state: body.start ? "running" : "stopped",
             size: body.size,
             image: body.image,
-            environment_id: body.environment_id,
-            environment_version: null,
+            environment_id: Option.getOrNull(Option.map(environment, (e) => e.id)),
+            environment_version: Option.getOrNull(Option.map(environment, (e) => e.version)),
             internet_access: body.internet_access ? 1 : 0,
             auto_stop_seconds: body.auto_stop_seconds,
             idle_sleep_seconds: body.idle_sleep_seconds,

@@ -1,0 +1,56 @@
+import { HttpApiBuilder } from "@effect/platform"
+import { Effect } from "effect"
+import { Api } from "../api/Api.js"
+import { iso } from "../api/Dto.js"
+import type { EnvironmentRow } from "../persistence/EnvironmentsRepo.js"
+import { Environments } from "../services/Environments.js"
+import { currentOrganization, currentUser } from "./CallerContext.js"
+
+/** Values are write-only: the answer names the variables, never their values. */
+const environmentDto = (row: EnvironmentRow) => ({
+  id: row.id,
+  organization_id: row.organization_id,
+  name: row.name,
+  version: row.version,
+  variable_names: JSON.parse(row.variable_names) as Array<string>,
+  created_at: iso(row.created_at),
+  updated_at: iso(row.updated_at)
+})
+
+export const EnvironmentsHandlers = HttpApiBuilder.group(Api, "environments", (handlers) =>
+  Effect.gen(function*() {
+    const environments = yield* Environments
+    const organizationId = Effect.map(currentOrganization, (organization) => organization.id)
+    return handlers
+      .handle("list", () =>
+        Effect.map(
+          Effect.flatMap(organizationId, environments.list),
+          (rows) => ({ items: rows.map(environmentDto) })
+        ))
+      .handle("create", ({ payload }) =>
+        Effect.map(
+          Effect.flatMap(organizationId, (org) => environments.create(org, payload)),
+          environmentDto
+        ))
+      .handle("get", ({ path }) =>
+        Effect.map(
+          Effect.flatMap(organizationId, (org) => environments.find(org, path.id.toLowerCase())),
+          environmentDto
+        ))
+      .handle("update", ({ path, payload }) =>
+        Effect.map(
+          Effect.flatMap(organizationId, (org) => environments.patch(org, path.id.toLowerCase(), payload)),
+          environmentDto
+        ))
+      .handle("delete", ({ path }) =>
+        Effect.flatMap(organizationId, (org) => environments.remove(org, path.id.toLowerCase())))
+      .handle("upgrade", ({ path }) =>
+        Effect.gen(function*() {
+          const organization = yield* currentOrganization
+          const user = yield* currentUser
+          return yield* environments.upgrade(
+            { organizationId: organization.id, userId: user.id },
+            path.id.toLowerCase()
+          )
+        }))
+  }))

@@ -1,0 +1,122 @@
+/**
+ * Environments (extensions.md §6): versioned variables for machines, sealed at rest and never
+ * returned. Every change makes a new version; machines keep booting with the version they are on
+ * until `upgrade` accepts an `apply_environment` operation for each of them.
+ */
+import { Clock, Context, Effect, Layer, Option } from "effect"
+import { EnvironmentInUse } from "../api/EnvironmentsApi.js"
+import { ResourceNotFound } from "../api/Errors.js"
+import type { AcceptedChange } from "../api/MachinesApi.js"
+import { uuidv7 } from "../domain/Ids.js"
+import { type EnvironmentRow, EnvironmentsRepo } from "../persistence/EnvironmentsRepo.js"
+import { GroupCommit } from "../persistence/GroupCommit.js"
+import { type Variables, variablesOf } from "./EnvironmentVariables.js"
+import { Machines, type Requester } from "./Machines.js"
+import { SecretBox } from "./SecretBox.js"
+
+const notFound = new ResourceNotFound({ detail: "Environment not found" })
+
+const make = Effect.gen(function*() {
+  const repo = yield* EnvironmentsRepo
+  const box = yield* SecretBox
+  const commit = yield* GroupCommit
+  const machines = yield* Machines
+
+  const find = (organizationId: string, id: string) =>
+    Effect.flatMap(
+      repo.findIn(organizationId, id),
+      Option.match({ onNone: () => Effect.fail(notFound), onSome: Effect.succeed })
+    )
+
+  const current = (row: EnvironmentRow) =>
+    variablesOf(row.id, row.version).pipe(
+      Effect.provideService(EnvironmentsRepo, repo),
+      Effect.provideService(SecretBox, box)
+    )
+
+  return {
+    find,
+    list: repo.list,
+    create: (organizationId: string, body: { readonly name: string; readonly variables: Variables }) =>
+      Effect.gen(function*() {
+        const sealed = yield* box.seal(JSON.stringify(body.variables))
+        const now = yield* Clock.currentTimeMillis
+        const row: EnvironmentRow = {
+          id: uuidv7(),
+          organization_id: organizationId,
+          name: body.name,
+          version: 1,
+          variable_names: JSON.stringify(Object.keys(body.variables).sort()),
+          created_at: now,
+          updated_at: now,
+          deleted_at: null
+        }
+        yield* commit.transaction(Effect.zipRight(repo.insert(row), repo.insertVersion(row.id, 1, sealed, now)))
+        return row
+      }),
+    /** Merges `variables` (null removes one); any change makes a new version. */
+    patch: (
+      organizationId: string,
+      id: string,
+      body: {
+        readonly name?: string | undefined
+        readonly variables?: Readonly<Record<string, string | null>> | undefined
+      }
+    ) =>
+      Effect.gen(function*() {
+        const row = yield* find(organizationId, id)
+        const before = yield* current(row)
+        const after: Record<string, string> = { ...before }
+        for (const [name, value] of Object.entries(body.variables ?? {})) {
+          if (value === null) delete after[name]
+          else after[name] = value
+        }
+        const name = body.name ?? row.name
+        const variablesChanged =
+          JSON.stringify(Object.entries(after).sort()) !== JSON.stringify(Object.entries(before).sort())
+        if (!variablesChanged && name === row.name) return row
+        const now = yield* Clock.currentTimeMillis
+        const version = row.version + 1
+        const sealed = yield* box.seal(JSON.stringify(after))
+        const patch = { name, version, variable_names: JSON.stringify(Object.keys(after).sort()), updated_at: now }
+        yield* commit.transaction(Effect.zipRight(repo.update(id, patch), repo.insertVersion(id, version, sealed, now)))
+        return { ...row, ...patch }
+      }),
+    remove: (organizationId: string, id: string) =>
+      Effect.gen(function*() {
+        yield* find(organizationId, id)
+        const using = yield* repo.machinesUsing(id)
+        if (using.length > 0) {
+          return yield* new EnvironmentInUse({ detail: `${using.length} live machines use this environment` })
+        }
+        yield* repo.update(id, { deleted_at: yield* Clock.currentTimeMillis })
+      }),
+    /**
+     * One `apply_environment` per live machine on an older version, keyed
+     * `env:<id>:v<version>:<machine id>` so a repeat replays the same operations.
+     */
+    upgrade: (requester: Omit<Requester, "idempotencyKey">, id: string) =>
+      Effect.gen(function*() {
+        const row = yield* find(requester.organizationId, id)
+        const operations: Array<AcceptedChange> = []
+        for (const machine of yield* repo.machinesUsing(id)) {
+          if ((machine.environment_version ?? 0) >= row.version) continue
+          const accepted = yield* machines.change(
+            { ...requester, idempotencyKey: `env:${id}:v${row.version}:${machine.id}` },
+            machine.id,
+            "apply_environment",
+            { environment_id: id, version: row.version }
+          ).pipe(Effect.option) // a machine that cannot take it now (failed, deleting) is skipped
+          if (Option.isSome(accepted)) operations.push(accepted.value)
+        }
+        return { operations }
+      })
+  }
+})
+
+export class Environments extends Context.Tag("svc/services/Environments")<
+  Environments,
+  Effect.Effect.Success<typeof make>
+>() {
+  static readonly layer = Layer.effect(Environments, make)
+}
