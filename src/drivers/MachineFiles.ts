@@ -8,8 +8,10 @@
  *
  * and the CPU ledger that makes `cpuSeconds` monotonic across boots and restarts of svc.
  */
+import { Effect } from "effect"
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
+import { DriverError, type MachineDriverShape, type Observed } from "./MachineDriver.js"
 
 /** The writable folders of a machine's disk; the sandbox binds each at `/<folder>`. */
 export const diskFolders = ["root", "home", "tmp", "var/tmp", "opt", "srv", "workspace"] as const
@@ -105,3 +107,33 @@ export const cpuFold = (path: string, bootId: string, sample: number) => {
 
 /** Forgets the in-process answers of a destroyed machine. */
 export const cpuForget = (path: string) => void answered.delete(path)
+
+/** A synchronous host action as an Effect failing with DriverError (the actor makes that `uncertain`). */
+export const attempt = <A>(what: string, run: () => A) =>
+  Effect.try({ try: run, catch: (cause) => new DriverError({ message: `${what}: ${String(cause)}`, cause }) })
+
+/** `destroy` for every driver: a forced stop, then the machine's folder and its CPU ledger go. */
+export const destroyWith = (dataDir: string, stop: MachineDriverShape["stop"]): MachineDriverShape["destroy"] => (id) =>
+  Effect.zipRight(
+    stop(id, { force: true }),
+    attempt("destroy", () => {
+      const paths = machinePaths(dataDir, id)
+      NodeFs.rmSync(paths.machine, { recursive: true, force: true })
+      cpuForget(paths.cpu)
+    })
+  )
+
+/** `observe` for every driver, from its reading of the run record (undefined: not running). */
+export const observeWith = (
+  dataDir: string,
+  running: (id: string) => { readonly bootId: string } | undefined
+): MachineDriverShape["observe"] =>
+(id) =>
+  attempt("observe", (): Observed => {
+    const record = running(id)
+    return {
+      exists: NodeFs.existsSync(machinePaths(dataDir, id).disk),
+      running: record !== undefined,
+      bootId: record?.bootId ?? null
+    }
+  })

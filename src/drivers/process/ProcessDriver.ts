@@ -16,12 +16,14 @@ import * as NodePath from "node:path"
 import { hostBootId, killPid, pidsWithEnv, procStat, runCommand, waitFor } from "../HostProcess.js"
 import { DriverError, MachineDriver, type MachineDriverShape, NotRunning } from "../MachineDriver.js"
 import {
+  attempt,
   cpuCredit,
   cpuFold,
-  cpuForget,
   cpuTotal,
+  destroyWith,
   ensureDisk,
   machinePaths,
+  observeWith,
   readJson,
   writeAtomic
 } from "../MachineFiles.js"
@@ -37,9 +39,6 @@ const marker = "SVC_MACHINE_ID"
 
 /** How long processes get after SIGTERM before SIGKILL. */
 const graceMs = 5_000
-
-const attempt = <A>(what: string, run: () => A) =>
-  Effect.try({ try: run, catch: (cause) => new DriverError({ message: `${what}: ${String(cause)}`, cause }) })
 
 export const make = (options: { readonly dataDir: string }): MachineDriverShape => {
   const paths = (id: string) => machinePaths(options.dataDir, id)
@@ -90,23 +89,8 @@ export const make = (options: { readonly dataDir: string }): MachineDriverShape 
         return { bootId: record.bootId }
       }),
     stop,
-    destroy: (id) =>
-      Effect.zipRight(
-        stop(id, { force: true }),
-        attempt("destroy", () => {
-          NodeFs.rmSync(paths(id).machine, { recursive: true, force: true })
-          cpuForget(paths(id).cpu)
-        })
-      ),
-    observe: (id) =>
-      attempt("observe", () => {
-        const record = running(id)
-        return {
-          exists: NodeFs.existsSync(paths(id).disk),
-          running: record !== undefined,
-          bootId: record?.bootId ?? null
-        }
-      }),
+    destroy: destroyWith(options.dataDir, stop),
+    observe: observeWith(options.dataDir, running),
     exec: (id, request, onOutput) =>
       Effect.suspend((): Effect.Effect<{ readonly exitCode: number }, DriverError | NotRunning> => {
         const record = running(id)

@@ -31,12 +31,14 @@ import {
 } from "../HostProcess.js"
 import { DriverError, MachineDriver, type MachineDriverShape, type MachineSpec, NotRunning } from "../MachineDriver.js"
 import {
+  attempt,
   cpuCredit,
   cpuFold,
-  cpuForget,
   cpuTotal,
+  destroyWith,
   ensureDisk,
   machinePaths,
+  observeWith,
   readJson,
   writeAtomic
 } from "../MachineFiles.js"
@@ -55,9 +57,6 @@ interface RunRecord {
   /** The groups' CPU count when the machine booted, when the boot's CPU time is counted there. */
   readonly cgroupCpuAtBoot?: number | undefined
 }
-
-const attempt = <A>(what: string, run: () => A) =>
-  Effect.try({ try: run, catch: (cause) => new DriverError({ message: `${what}: ${String(cause)}`, cause }) })
 
 const bootTimeoutMs = 10_000
 /** How long processes get after SIGTERM before the machine's pid 1 is killed. */
@@ -275,23 +274,8 @@ export const make = (
         return { bootId: record.bootId }
       }),
     stop,
-    destroy: (id) =>
-      Effect.zipRight(
-        stop(id, { force: true }),
-        attempt("destroy", () => {
-          NodeFs.rmSync(paths(id).machine, { recursive: true, force: true })
-          cpuForget(paths(id).cpu)
-        })
-      ),
-    observe: (id) =>
-      attempt("observe", () => {
-        const record = running(id)
-        return {
-          exists: NodeFs.existsSync(paths(id).disk),
-          running: record !== undefined,
-          bootId: record?.bootId ?? null
-        }
-      }),
+    destroy: destroyWith(options.dataDir, stop),
+    observe: observeWith(options.dataDir, running),
     exec: (id, request, onOutput) =>
       Effect.suspend((): Effect.Effect<{ readonly exitCode: number }, DriverError | NotRunning> => {
         const record = running(id)
