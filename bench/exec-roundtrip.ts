@@ -10,7 +10,8 @@ import * as NodeChild from "node:child_process"
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
 import { performance } from "node:perf_hooks"
-import { createMachine, httpClient, ms, serve, settled, summary } from "./support.js"
+import { Pool } from "undici"
+import { awaitEnd, createMachine, httpClient, ms, serve, settled, summary } from "./support.js"
 
 const iterations = Number(process.argv[2] ?? 300)
 
@@ -48,11 +49,15 @@ const main = async () => {
       }
       return summary(samples)
     }
+    // The client waits on the operation's event stream (no polling load on the server).
+    const events = new Pool(served.url, { connections: 2 })
     const viaApi = await measure(async () => {
       const accepted = await client.call("POST", `/v1/machines/${machineId}/exec`, { command: ["true"] })
-      const operation = await settled(client, accepted.body.operation_id, 0)
-      if (operation.exec_result?.exit_code !== 0) throw new Error(JSON.stringify(operation))
+      await awaitEnd(served, events, accepted.body.operation_id)
     })
+    const check = await settled(client, (await client.call("POST", `/v1/machines/${machineId}/exec`, { command: ["true"] })).body.operation_id)
+    if (check.exec_result?.exit_code !== 0) throw new Error(JSON.stringify(check))
+    await events.close()
     const raw = await measure(() => rawExec(pid))
     const boot = summary(boots)
     console.log(`create to running (sandbox): p50 ${ms(boot.p50)}   p99 ${ms(boot.p99)}   (${boots.length} machines)`)

@@ -40,6 +40,7 @@ export const serve = async (env: Record<string, string> = {}): Promise<Served> =
     SVC_DATA_DIR: dataDir,
     SVC_PORT: String(port),
     SVC_LOG_LEVEL: "info",
+    SVC_BILLING: "unlimited",
     ...env
   }
   // SVC_BENCH_NODE_ARGS reach the server only (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof").
@@ -114,6 +115,20 @@ export const settled = async (client: Client, operationId: string, intervalMs = 
     if (terminal.has(reply.body.status)) return reply.body
     await sleep(intervalMs)
   }
+}
+
+/**
+ * Waits for an operation through its event stream (GET /v1/operations/{id}/events, which ends
+ * after `end`), as a client that does not poll would.
+ */
+export const awaitEnd = async (served: Served, pool: Pool, operationId: string) => {
+  const response = await pool.request({
+    method: "GET",
+    path: `/v1/operations/${operationId}/events`,
+    headers: { authorization: `Bearer ${served.apiKey}` }
+  })
+  const text = await response.body.text()
+  if (!text.includes("event: end")) throw new Error(`no end event for ${operationId}: ${text}`)
 }
 
 export const createMachine = async (client: Client, name: string, body: Record<string, unknown> = {}) => {

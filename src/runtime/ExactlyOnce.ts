@@ -1,27 +1,37 @@
 /**
  * Running a command in a machine at most once per operation, even across a crash of svc.
  *
- * The command is wrapped in a small shell script that first creates a marker directory named by
- * the operation id in the machine's own disk (`~/.svc/ops/<operation id>`; `mkdir` is atomic) and
- * writes the exit code there when the command ends. When an `uncertain` operation is re-applied,
+ * The command is wrapped in a small shell script that first creates a claim file named by the
+ * operation id in the machine's own disk (`~/.svc/ops/<operation id>.claim`, created exclusively)
+ * and writes the exit code next to it (`.exit`) when the command ends. When an `uncertain` operation is re-applied,
  * the same wrapper finds the marker and, instead of running the command again, waits for the first
  * run's exit code (or reports it lost when that run was killed with its machine). The output of
  * the first run was persisted as it came, so the operation's result is whole either way.
  */
 export const lostExitCode = 255
 
-const script = `d="$HOME/.svc/ops/$1"; shift
-if mkdir -p "$HOME/.svc/ops" && mkdir "$d" 2>/dev/null; then
-  cut -d' ' -f22 /proc/1/stat > "$d/boot" 2>/dev/null; echo $$ > "$d/pid"
+// Only shell builtins on the common path (no mkdir, cut or mv processes), so an exec costs one
+// shell. The claim is a file created with noclobber (O_EXCL: atomic) holding the boot (field 22 of
+// /proc/1/stat, the start time of the machine's pid 1) and the pid of the shell that runs it.
+const script = `o="$HOME/.svc/ops"; d="$o/$1"; shift
+[ -d "$o" ] || mkdir -p "$o"
+boot() { shift 21; b=$1; }
+read -r s < /proc/1/stat; boot $s
+if ( set -C; echo "$b $$" > "$d.claim" ) 2>/dev/null; then
   "$@"; code=$?
-  echo $code > "$d/exit.tmp" && mv "$d/exit.tmp" "$d/exit"
+  echo $code > "$d.exit"
   exit $code
 fi
-while [ ! -f "$d/exit" ]; do
-  [ "$(cut -d' ' -f22 /proc/1/stat 2>/dev/null)" = "$(cat "$d/boot" 2>/dev/null)" ] && kill -0 "$(cat "$d/pid" 2>/dev/null)" 2>/dev/null || exit ${lostExitCode}
+tries=0
+while [ ! -s "$d.exit" ]; do
+  if read -r cb cp < "$d.claim" && [ -n "$cp" ]; then
+    [ "$cb" = "$b" ] && kill -0 "$cp" 2>/dev/null || { [ -s "$d.exit" ] && break; exit ${lostExitCode}; }
+  else
+    tries=$((tries + 1)); [ $tries -gt 40 ] && exit ${lostExitCode}
+  fi
   sleep 0.05
 done
-exit "$(cat "$d/exit")"`
+read -r code < "$d.exit"; exit "$code"`
 
 /** The argv that runs `argv` once for `operationId`. */
 export const onceArgv = (operationId: string, argv: ReadonlyArray<string>): ReadonlyArray<string> => [
