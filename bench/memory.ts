@@ -24,7 +24,6 @@ const main = async () => {
     const list = await client.call("GET", "/v1/machines?limit=100")
     if (list.body.items.length !== 100) throw new Error("listing failed")
     await sleep(2000)
-    global.gc?.()
     const loaded = rssMiB(served.child.pid!)
     console.log(`svc resident memory, no machines:                    ${empty.toFixed(1)} MiB`)
     console.log(`svc resident memory, ${stopped} stopped + ${running} running: ${loaded.toFixed(1)} MiB`)
