@@ -55,7 +55,10 @@ const main = async () => {
       const accepted = await client.call("POST", `/v1/machines/${machineId}/exec`, { command: ["true"] })
       await awaitEnd(served, events, accepted.body.operation_id)
     })
-    const check = await settled(client, (await client.call("POST", `/v1/machines/${machineId}/exec`, { command: ["true"] })).body.operation_id)
+    const check = await settled(
+      client,
+      (await client.call("POST", `/v1/machines/${machineId}/exec`, { command: ["true"] })).body.operation_id
+    )
     if (check.exec_result?.exit_code !== 0) throw new Error(JSON.stringify(check))
     await events.close()
     const raw = await measure(() => rawExec(pid))
