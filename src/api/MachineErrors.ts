@@ -44,6 +44,12 @@ export class LimitExceeded extends Schema.TaggedError<LimitExceeded>()(
   problem(429, "Machine limit reached")
 ) {}
 
+export class RuntimeUnavailable extends Schema.TaggedError<RuntimeUnavailable>()(
+  "runtime_unavailable",
+  ProblemFields,
+  problem(503, "Machines are not available on this server now")
+) {}
+
 export const machineConflicts = {
   machine_not_running: MachineNotRunning,
   machine_not_created: MachineNotCreated,

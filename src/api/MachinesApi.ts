@@ -4,7 +4,7 @@ import { Schema } from "effect"
 import { Authorization } from "./Authorization.js"
 import { NullableTimestamp, RequestBody, Timestamp, Uuid } from "./Dto.js"
 import { ResourceNotFound } from "./Errors.js"
-import { IdempotencyConflict, LimitExceeded, machineConflicts, NameTaken } from "./MachineErrors.js"
+import { IdempotencyConflict, LimitExceeded, machineConflicts, NameTaken, RuntimeUnavailable } from "./MachineErrors.js"
 import { Policy, policy } from "./Policy.js"
 import { wire } from "./Problem.js"
 
@@ -193,6 +193,7 @@ const change = <const Name extends string, const Path extends `/v1/machines/:id$
     .addError(wire(ResourceNotFound))
     .addError(wire(IdempotencyConflict))
     .addError(wire(LimitExceeded))
+    .addError(wire(RuntimeUnavailable))
     .addError(conflicts[0])
     .addError(conflicts[1])
     .addError(conflicts[2])
@@ -208,6 +209,7 @@ export class MachinesApi extends HttpApiGroup.make("machines")
       .addError(wire(IdempotencyConflict))
       .addError(wire(NameTaken))
       .addError(wire(LimitExceeded))
+      .addError(wire(RuntimeUnavailable))
       .annotate(Policy, policy("C", "header"))
   )
   .add(

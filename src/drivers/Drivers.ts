@@ -2,9 +2,14 @@
  * The machine driver the configuration names (`SVC_RUNTIME`). `sandbox` is the default; `process`
  * is for development hosts without bubblewrap; `docker` is accepted by the configuration (the spec
  * names it) but has no driver in this build yet, so it stops the start with one clear line.
+ *
+ * A host that cannot run sandboxes (no bubblewrap, no namespaces) still serves everything else:
+ * svc starts, says why in the log, and machine changes answer 503 `runtime_unavailable` until the
+ * host is fixed and svc restarted. So `npm start` works on a fresh machine.
  */
 import { Effect, Layer } from "effect"
 import { AppConfig } from "../config/AppConfig.js"
+import { DriverError, MachineDriver, type MachineDriverShape } from "./MachineDriver.js"
 import * as ProcessDriver from "./process/ProcessDriver.js"
 import * as SandboxDriver from "./sandbox/SandboxDriver.js"
 
@@ -15,7 +20,14 @@ export class DriverUnavailable extends Error {
 export const layer = Layer.unwrapEffect(Effect.map(AppConfig, (config) => {
   switch (config.runtime) {
     case "sandbox":
-      return SandboxDriver.layer({ dataDir: config.dataDir })
+      return SandboxDriver.layer({ dataDir: config.dataDir }).pipe(
+        Layer.catchAll((error) =>
+          Layer.effect(
+            MachineDriver,
+            Effect.as(Effect.logWarning(`machines unavailable: ${error.message}`), unavailable(error.message))
+          )
+        )
+      )
     case "process":
       return ProcessDriver.layer({ dataDir: config.dataDir })
     case "docker":
@@ -24,3 +36,20 @@ export const layer = Layer.unwrapEffect(Effect.map(AppConfig, (config) => {
       )
   }
 }))
+
+/** The stand-in driver of a host that cannot run machines: every action fails with the reason. */
+const unavailable = (reason: string): MachineDriverShape => {
+  const fail = () => Effect.fail(new DriverError({ message: reason }))
+  return {
+    name: "unavailable",
+    isolates: false,
+    unavailable: reason,
+    create: fail,
+    start: fail,
+    stop: fail,
+    destroy: fail,
+    observe: fail,
+    exec: fail,
+    cpuSeconds: fail
+  }
+}

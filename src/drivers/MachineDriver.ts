@@ -52,6 +52,11 @@ export interface MachineDriverShape {
   readonly name: string
   /** False for the `process` driver, which runs everything as plain host processes. */
   readonly isolates: boolean
+  /**
+   * Why this host cannot run machines now (bubblewrap missing, say), or undefined when it can.
+   * Changes are then refused with 503 `runtime_unavailable` instead of being accepted.
+   */
+  readonly unavailable?: string | undefined
   /** Prepares the machine's disk under the data dir. Keeps an existing disk. */
   readonly create: (spec: MachineSpec) => Effect.Effect<void, DriverError>
   /** Boots the machine unless it runs already; answers the boot id now observed. */

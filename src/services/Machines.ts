@@ -7,11 +7,12 @@
 import type { SqlClient } from "@effect/sql"
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import { ResourceNotFound } from "../api/Errors.js"
-import { IdempotencyConflict, machineConflicts, NameTaken } from "../api/MachineErrors.js"
+import { IdempotencyConflict, machineConflicts, NameTaken, RuntimeUnavailable } from "../api/MachineErrors.js"
 import type { AcceptedChange, CreateMachineRequest } from "../api/MachinesApi.js"
 import { AppConfig } from "../config/AppConfig.js"
 import { uuidv7 } from "../domain/Ids.js"
 import { conflictOf, type OperationKind, projectedAfter } from "../domain/MachineStates.js"
+import { MachineDriver } from "../drivers/MachineDriver.js"
 import { DomainEvents } from "../events/DomainEvents.js"
 import { EnvironmentsRepo } from "../persistence/EnvironmentsRepo.js"
 import { GroupCommit } from "../persistence/GroupCommit.js"
@@ -49,6 +50,13 @@ const make = Effect.gen(function*() {
   const supervisor = yield* MachineSupervisor
   const limits = yield* Limits
   const environments = yield* EnvironmentsRepo
+  const driver = yield* MachineDriver
+  /** Refuses before anything is recorded when this host cannot run machines (retry with the same key). */
+  const runtimeReady = Effect.suspend(() =>
+    driver.unavailable === undefined
+      ? Effect.void
+      : Effect.fail(new RuntimeUnavailable({ detail: `Machines cannot run on this server now: ${driver.unavailable}` }))
+  )
   const bus = yield* DomainEvents
 
   const accepted = (operationId: string, machineId: string, kind: string): AcceptedChange => ({
@@ -141,6 +149,7 @@ const make = Effect.gen(function*() {
         Effect.gen(function*() {
           const again = yield* replay(requester, fingerprint)
           if (Option.isSome(again)) return { answer: again.value, fresh: false }
+          yield* runtimeReady
           if (yield* machines.liveNameTaken(requester.organizationId, body.name, null)) {
             return yield* new NameTaken({ detail: `A live machine is already named ${body.name}` })
           }
@@ -206,6 +215,7 @@ const make = Effect.gen(function*() {
         Effect.gen(function*() {
           const again = yield* replay(requester, fingerprint)
           if (Option.isSome(again)) return { answer: again.value, fresh: false }
+          yield* runtimeReady
           const found = yield* machines.findIn(requester.organizationId, machineId)
           if (Option.isNone(found)) return yield* new ResourceNotFound({ detail: "Machine not found" })
           const machine = found.value

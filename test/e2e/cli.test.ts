@@ -65,4 +65,25 @@ describe("svc binary", () => {
       assert.strictEqual(result.stdout, "")
       assert.match(result.stderr, /^svc: invalid configuration: SVC_PORT: [^\n]+\n$/)
     }), 60_000)
+
+  it.scoped(
+    "without bubblewrap the service still starts; machine changes answer 503 runtime_unavailable",
+    () =>
+      Effect.gen(function*() {
+        const dataDir = yield* tempDir
+        const port = yield* freePort
+        // No PATH: bwrap cannot be found, as on a fresh machine without the bubblewrap package.
+        yield* serve({ SVC_DATA_DIR: dataDir, SVC_PORT: String(port), SVC_BILLING: "unlimited", PATH: "/nonexistent" })
+        const boot = yield* run(["admin", "bootstrap", "--email", "fresh@example.com", "--data-dir", dataDir])
+        const headers = { authorization: `Bearer ${JSON.parse(boot.stdout).api_key}` }
+        const base = `http://127.0.0.1:${port}`
+        assert.strictEqual((yield* request(base, "GET", "/v1/me", { headers })).status, 200)
+        const create = yield* request(base, "POST", "/v1/machines", { headers, json: { name: "first" } })
+        assert.strictEqual(create.status, 503)
+        assert.strictEqual(create.body.code, "runtime_unavailable")
+        assert.match(create.body.detail, /bwrap not found/)
+        assert.deepStrictEqual((yield* request(base, "GET", "/v1/machines", { headers })).body.items, [])
+      }),
+    60_000
+  )
 })
