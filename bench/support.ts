@@ -10,7 +10,8 @@ import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
 import { Pool } from "undici"
 
-const bin = NodePath.resolve("bin/svc.mjs")
+/** SVC_BENCH_BIN runs another entry (e.g. compiled JavaScript) instead of the tsx one. */
+const bin = NodePath.resolve(process.env.SVC_BENCH_BIN ?? "bin/svc.mjs")
 
 export const tempDir = (prefix: string) => NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), `svc-bench-${prefix}-`))
 

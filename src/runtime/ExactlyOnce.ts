@@ -17,11 +17,14 @@ const script = `o="$HOME/.svc/ops"; d="$o/$1"; shift
 [ -d "$o" ] || mkdir -p "$o"
 boot() { shift 21; b=$1; }
 read -r s < /proc/1/stat; boot $s
-if ( set -C; echo "$b $$" > "$d.claim" ) 2>/dev/null; then
+set -C
+if { echo "$b $$" > "$d.claim"; } 2>/dev/null; then
+  set +C
   "$@"; code=$?
   echo $code > "$d.exit"
   exit $code
 fi
+set +C
 tries=0
 while [ ! -s "$d.exit" ]; do
   if read -r cb cp < "$d.claim" && [ -n "$cp" ]; then
