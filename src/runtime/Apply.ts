@@ -287,7 +287,32 @@ printf '%s\\n' "$1" >> "$f" && chmod 600 "$f"`,
         return outcome({ status: "succeeded", unchanged: true, machine: { last_activity_at: now }, fileRanges: ranges })
       }
     }
+  }).pipe(
+    Effect.catchAll((error) => error._tag === "NotRunning" ? vanished(machine) : Effect.succeed(uncertain(error)))
+  )
+
+/**
+ * The driver found no running machine where the database has one: its sandbox ended on its own (a
+ * crash, the host restarted). Confirmed by observing, the machine is stopped (it can be started
+ * again, its disk is kept) and the operation fails as it would have at accept time. Retrying could
+ * never succeed and would hold up the machine's later operations (a stop, a start).
+ */
+const vanished = (machine: MachineRow) =>
+  Effect.gen(function*() {
+    const driver = yield* MachineDriver
+    const seen = yield* driver.observe(machine.id)
+    if (seen.running) return outcome({ status: "uncertain", reason: "the machine stopped answering" })
+    const now = yield* Clock.currentTimeMillis
+    return failed("machine_not_running", stoppedOnItsOwn(now))
   }).pipe(Effect.catchAll((error) => Effect.succeed(uncertain(error))))
+
+/** The machine row of a machine whose sandbox ended without a stop operation. */
+export const stoppedOnItsOwn = (now: number): MachinePatch => ({
+  state: "stopped",
+  boot_id: null,
+  stopped_at: now,
+  last_stop_reason: null
+})
 
 /** File reads are not capped at 1 MiB like exec output: they keep the whole range asked for. */
 class RangeBuffer {

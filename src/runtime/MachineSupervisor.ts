@@ -14,7 +14,7 @@ import { MachinesRepo } from "../persistence/MachinesRepo.js"
 import { isTerminal, type OperationRow, OperationsRepo, type OperationStatus } from "../persistence/OperationsRepo.js"
 import { variablesOf } from "../services/EnvironmentVariables.js"
 import { SecretBox } from "../services/SecretBox.js"
-import { apply, type Outcome } from "./Apply.js"
+import { apply, type Outcome, stoppedOnItsOwn } from "./Apply.js"
 import { retryDelay } from "./Backoff.js"
 import { OutputCollector } from "./ExecOutput.js"
 import { project } from "./Projection.js"
@@ -261,6 +261,22 @@ const make = Effect.gen(function*() {
       actors.set(machineId, self)
       return supervised(machineId, self).pipe(Effect.forkIn(scope), Effect.asVoid)
     })
+
+  // Reconcile: a machine whose sandbox ended while svc was down (a crash, a host restart) is stopped.
+  for (const machine of yield* machines.running) {
+    const seen = yield* Effect.either(driver.observe(machine.id))
+    if (seen._tag === "Right" && !seen.right.running) {
+      yield* Effect.logWarning("machine found not running; marked stopped").pipe(
+        Effect.annotateLogs("machine_id", machine.id)
+      )
+      yield* persist(() =>
+        Effect.gen(function*() {
+          yield* machines.update(machine.id, { ...stoppedOnItsOwn(yield* Clock.currentTimeMillis) })
+          yield* reproject(machine.id)
+        })
+      )
+    }
+  }
 
   // Recovery: what was running can no longer be known; re-apply it, and wake every machine with work.
   yield* operations.markInterruptedUncertain

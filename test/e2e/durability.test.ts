@@ -75,4 +75,36 @@ describe("durability", () => {
         assert.deepStrictEqual(lines, Array.from({ length: execs.length }, (_, n) => n), `machine ${index}`)
       }
     }), 180_000)
+
+  it.scopedLive(
+    "machines keep running across a restart of svc; one that ended meanwhile is found stopped",
+    () =>
+      Effect.gen(function*() {
+        const dataDir = yield* tempDir
+        yield* Effect.addFinalizer(() => destroyMachines(dataDir, "sandbox"))
+        const port = yield* freePort
+        const env = { SVC_DATA_DIR: dataDir, SVC_PORT: String(port), SVC_RUNTIME: "sandbox", SVC_BILLING: "unlimited" }
+        const first = yield* serve(env)
+        const boot = yield* run(["admin", "bootstrap", "--email", "ops@example.com", "--data-dir", dataDir])
+        const api = client(`http://127.0.0.1:${port}`, { key: JSON.parse(boot.stdout).api_key })
+        const kept = yield* runningMachine(api, "kept")
+        const lost = yield* runningMachine(api, "lost")
+        yield* sh(api, kept, "sleep 1000 >/dev/null 2>&1 & echo $! > /tmp/bg.pid")
+        const keptBoot = (yield* api("GET", `/v1/machines/${kept}`)).body.boot_id
+        yield* kill(first)
+        const record = JSON.parse(NodeFs.readFileSync(NodePath.join(dataDir, "machines", lost, "run.json"), "utf8"))
+        process.kill(record.pid, "SIGKILL")
+
+        yield* serve(env)
+        const keptNow = (yield* api("GET", `/v1/machines/${kept}`)).body
+        assert.strictEqual(keptNow.state, "running")
+        assert.strictEqual(keptNow.boot_id, keptBoot, "adopted, not rebooted")
+        const alive = yield* sh(api, kept, "kill -0 $(cat /tmp/bg.pid) && echo alive")
+        assert.strictEqual(decode(alive.exec_result.stdout_base64), "alive\n")
+        const lostNow = (yield* api("GET", `/v1/machines/${lost}`)).body
+        assert.strictEqual(lostNow.state, "stopped")
+        assert.isNull(lostNow.boot_id)
+      }),
+    120_000
+  )
 })

@@ -4,6 +4,8 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
+import * as NodeFs from "node:fs"
+import * as NodePath from "node:path"
 import { client } from "../support/Http.js"
 import { change, decode, eventually, readEvents, runningMachine, settled, sh } from "../support/Machines.js"
 import { startServer } from "../support/TestServer.js"
@@ -312,5 +314,28 @@ describe("machines", () => {
       assert.strictEqual(yield* interfaces(listing), "lo", "a running machine keeps its network until it boots again")
       yield* change(api, "POST", `/v1/machines/${id}/restart`)
       assert.notStrictEqual(yield* interfaces(listing), "lo")
+    }))
+
+  it.scopedLive("a machine whose sandbox ended on its own is stopped; its exec fails and it can start again", () =>
+    Effect.gen(function*() {
+      const { api, server } = yield* setup()
+      const id = yield* runningMachine(api, "crashy")
+      const before = (yield* api("GET", `/v1/machines/${id}`)).body
+      const run = JSON.parse(
+        NodeFs.readFileSync(NodePath.join(server.config.dataDir, "machines", id, "run.json"), "utf8")
+      )
+      process.kill(run.pid, "SIGKILL") // the sandbox's pid 1: everything in it ends
+      const exec = yield* sh(api, id, "echo never")
+      assert.strictEqual(exec.status, "failed")
+      assert.strictEqual(exec.error_code, "machine_not_running")
+      const machine = (yield* api("GET", `/v1/machines/${id}`)).body
+      assert.strictEqual(machine.state, "stopped")
+      assert.isNull(machine.boot_id)
+      assert.isNull(machine.last_stop_reason)
+      assert.strictEqual((yield* change(api, "POST", `/v1/machines/${id}/start`)).status, "succeeded")
+      const again = (yield* api("GET", `/v1/machines/${id}`)).body
+      assert.strictEqual(again.state, "running")
+      assert.notStrictEqual(again.boot_id, before.boot_id)
+      assert.strictEqual(decode((yield* sh(api, id, "echo back")).exec_result.stdout_base64), "back\n")
     }))
 })
