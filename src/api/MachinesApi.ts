@@ -108,6 +108,13 @@ const PublicKey = Schema.String.pipe(
 export const SshKeyRequest = RequestBody({ public_key: PublicKey })
 export const InternetRequest = RequestBody({ enabled: Schema.Boolean })
 
+const PortNumber = Schema.Int.pipe(Schema.between(1, 65535))
+
+export const ExposePortRequest = RequestBody({
+  port: PortNumber,
+  public: Schema.optionalWith(Schema.Boolean, { default: () => false })
+})
+
 export const StopRequest = RequestBody({ force: Schema.optionalWith(Schema.Boolean, { default: () => false }) })
 
 const Base64 = Schema.String.pipe(
@@ -168,6 +175,7 @@ export const ListMachinesParams = Schema.Struct({
 })
 
 const MachinePath = Schema.Struct({ id: Uuid })
+const PortPath = Schema.Struct({ id: Uuid, port: Schema.NumberFromString.pipe(Schema.compose(PortNumber)) })
 
 const conflicts = [
   wire(machineConflicts.machine_not_running),
@@ -260,6 +268,18 @@ export class MachinesApi extends HttpApiGroup.make("machines")
   )
   .add(
     change("setInternet", "put", "/v1/machines/:id/internet").setPayload(InternetRequest).annotate(
+      Policy,
+      policy("U", "header")
+    )
+  )
+  .add(
+    change("exposePort", "post", "/v1/machines/:id/ports").setPayload(ExposePortRequest).annotate(
+      Policy,
+      policy("U", "header")
+    )
+  )
+  .add(
+    change("unexposePort", "del", "/v1/machines/:id/ports/:port").setPath(PortPath).annotate(
       Policy,
       policy("U", "header")
     )

@@ -27,6 +27,8 @@ export type OperationKind =
   | "install_ssh_key"
   | "set_internet_access"
   | "apply_environment"
+  | "expose_port"
+  | "unexpose_port"
 
 export type MachineConflict = "machine_not_running" | "machine_not_created" | "machine_deleted" | "machine_not_stopped"
 
@@ -74,7 +76,10 @@ export const rules: Record<Exclude<OperationKind, "create">, Rule> = {
   // Recorded on a stopped or running machine; the network namespace follows it at the next boot.
   set_internet_access: { from: ["stopped", "running"], to: "same", otherwise: "machine_not_stopped" },
   // Moves the machine to an environment version; running processes see it from the next boot.
-  apply_environment: { from: ["stopped", "running"], to: "same", otherwise: "machine_not_stopped" }
+  apply_environment: { from: ["stopped", "running"], to: "same", otherwise: "machine_not_stopped" },
+  // The list of exposed ports is a setting kept with the machine; the proxy reads it per request.
+  expose_port: { from: ["stopped", "running"], to: "same", otherwise: "machine_not_stopped" },
+  unexpose_port: { from: ["stopped", "running"], to: "same", otherwise: "machine_not_stopped" }
 }
 
 /** The conflict of running `kind` on a machine in `state`, if any. */

@@ -2,10 +2,15 @@
 import { iso, isoOrNull } from "../api/Dto.js"
 import type { MachineDto } from "../api/MachinesApi.js"
 import type { OperationDto } from "../api/OperationsApi.js"
+import { parsePorts } from "../domain/Ports.js"
 import type { MachineRow } from "../persistence/MachinesRepo.js"
 import type { OperationRow } from "../persistence/OperationsRepo.js"
 
-export const machineDto = (row: MachineRow): MachineDto => ({
+/** The proxy address of a machine's port (src/http/PortProxy.ts). */
+export const portUrl = (baseUrl: string, machineId: string, port: number) =>
+  `${baseUrl}/v1/machines/${machineId}/ports/${port}/http/`
+
+export const machineDto = (baseUrl: string) => (row: MachineRow): MachineDto => ({
   id: row.id,
   organization_id: row.organization_id,
   created_by: row.created_by,
@@ -20,7 +25,7 @@ export const machineDto = (row: MachineRow): MachineDto => ({
   idle_sleep_seconds: row.idle_sleep_seconds,
   setup_script: row.setup_script,
   boot_id: row.boot_id,
-  ports: [],
+  ports: parsePorts(row.ports).map((p) => ({ port: p.port, public: p.public, url: portUrl(baseUrl, row.id, p.port) })),
   last_stop_reason: row.last_stop_reason as MachineDto["last_stop_reason"],
   source: { kind: row.source_kind as MachineDto["source"]["kind"], id: row.source_id },
   created_at: iso(row.created_at),

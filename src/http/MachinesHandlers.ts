@@ -1,6 +1,7 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { Api } from "../api/Api.js"
+import { AppConfig } from "../config/AppConfig.js"
 import { MachinesRepo } from "../persistence/MachinesRepo.js"
 import { idempotencyKeyOf, Machines, type Requester } from "../services/Machines.js"
 import { currentOrganization, currentUser } from "./CallerContext.js"
@@ -21,6 +22,8 @@ export const MachinesHandlers = HttpApiBuilder.group(Api, "machines", (handlers)
   Effect.gen(function*() {
     const machines = yield* Machines
     const repo = yield* MachinesRepo
+    const config = yield* AppConfig
+    const dto = machineDto(config.baseUrl)
     return handlers
       .handle("create", ({ headers, payload }) =>
         Effect.flatMap(requester(headers), (who) => machines.create(who, payload)))
@@ -34,13 +37,13 @@ export const MachinesHandlers = HttpApiBuilder.group(Api, "machines", (handlers)
           })
           const page = rows.slice(0, urlParams.limit)
           return {
-            items: page.map(machineDto),
+            items: page.map(dto),
             next_cursor: rows.length > urlParams.limit ? page[page.length - 1]!.id : null
           }
         }))
       .handle("get", ({ path }) =>
         Effect.flatMap(currentOrganization, (organization) =>
-          Effect.map(machines.find(organization.id, path.id), machineDto)))
+          Effect.map(machines.find(organization.id, path.id), dto)))
       .handle("update", ({ path, payload }) =>
         Effect.flatMap(currentOrganization, (organization) =>
           Effect.map(
@@ -49,7 +52,7 @@ export const MachinesHandlers = HttpApiBuilder.group(Api, "machines", (handlers)
               ...(payload.auto_stop_seconds !== undefined ? { auto_stop_seconds: payload.auto_stop_seconds } : {}),
               ...(payload.idle_sleep_seconds !== undefined ? { idle_sleep_seconds: payload.idle_sleep_seconds } : {})
             }),
-            machineDto
+            dto
           )))
       .handle("start", ({ headers, path }) =>
         Effect.flatMap(requester(headers), (who) =>
@@ -81,4 +84,10 @@ export const MachinesHandlers = HttpApiBuilder.group(Api, "machines", (handlers)
       .handle("setInternet", ({ headers, path, payload }) =>
         Effect.flatMap(requester(headers), (who) =>
           machines.change(who, path.id, "set_internet_access", { ...payload })))
+      .handle("exposePort", ({ headers, path, payload }) =>
+        Effect.flatMap(requester(headers), (who) =>
+          machines.change(who, path.id, "expose_port", { ...payload })))
+      .handle("unexposePort", ({ headers, path }) =>
+        Effect.flatMap(requester(headers), (who) =>
+          machines.change(who, path.id, "unexpose_port", { port: path.port })))
   }))

@@ -27,6 +27,8 @@ export interface MachineRow {
   readonly stopped_at: number | null
   readonly deleted_at: number | null
   readonly last_activity_at: number | null
+  /** The exposed ports, a JSON array of {port, public} (src/domain/Ports.ts). */
+  readonly ports: string
 }
 
 export type MachinePatch = Partial<Omit<MachineRow, "id" | "organization_id" | "created_by" | "created_at">>

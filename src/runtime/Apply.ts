@@ -7,6 +7,7 @@
 import { Clock, Effect, Option } from "effect"
 import type { ExecResult, FileRange } from "../api/OperationsApi.js"
 import { conflictOf, type MachineConflict } from "../domain/MachineStates.js"
+import { type ExposedPort, findPort, parsePorts, portsJson, withoutPort, withPort } from "../domain/Ports.js"
 import { type DriverError, MachineDriver, type MachineSpec, type NotRunning } from "../drivers/MachineDriver.js"
 import type { MachinePatch, MachineRow } from "../persistence/MachinesRepo.js"
 import type { OperationRow } from "../persistence/OperationsRepo.js"
@@ -259,6 +260,25 @@ printf '%s\\n' "$1" >> "$f" && chmod 600 "$f"`,
           status: "succeeded",
           unchanged: machine.internet_access === enabled,
           machine: { internet_access: enabled }
+        })
+      }
+      case "expose_port": {
+        const before = parsePorts(machine.ports)
+        const port: ExposedPort = { port: Number(request.port), public: request.public === true }
+        const existing = findPort(before, port.port)
+        return outcome({
+          status: "succeeded",
+          unchanged: existing !== undefined && existing.public === port.public,
+          machine: { ports: portsJson(withPort(before, port)) }
+        })
+      }
+      case "unexpose_port": {
+        const before = parsePorts(machine.ports)
+        const port = Number(request.port)
+        return outcome({
+          status: "succeeded",
+          unchanged: findPort(before, port) === undefined,
+          machine: { ports: portsJson(withoutPort(before, port)) }
         })
       }
       case "read_file": {

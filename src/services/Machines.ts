@@ -187,7 +187,8 @@ const make = Effect.gen(function*() {
             started_at: null,
             stopped_at: null,
             deleted_at: null,
-            last_activity_at: null
+            last_activity_at: null,
+            ports: "[]"
           }
           yield* machines.insert(row)
           yield* record(requester, fingerprint, {

@@ -25,6 +25,10 @@ describe("machine state rules", () => {
     assert.strictEqual(conflictOf("delete", "deleted"), "machine_deleted")
     assert.strictEqual(conflictOf("set_internet_access", "stopped"), undefined)
     assert.strictEqual(conflictOf("apply_environment", "running"), undefined)
+    assert.strictEqual(conflictOf("expose_port", "stopped"), undefined)
+    assert.strictEqual(conflictOf("unexpose_port", "running"), undefined)
+    assert.strictEqual(conflictOf("expose_port", "deleted"), "machine_deleted")
+    assert.strictEqual(projectedAfter("expose_port", "stopped"), "stopped")
   })
 
   it("what each kind leaves", () => {
