@@ -17,6 +17,7 @@ import { GroupCommit } from "./persistence/GroupCommit.js"
 import { MachinesRepo } from "./persistence/MachinesRepo.js"
 import { OperationsRepo } from "./persistence/OperationsRepo.js"
 import { OrganizationsRepo } from "./persistence/OrganizationsRepo.js"
+import { PortTokensRepo } from "./persistence/PortTokensRepo.js"
 import { SessionsRepo } from "./persistence/SessionsRepo.js"
 import { UsersRepo } from "./persistence/UsersRepo.js"
 import * as MachineSupervisor from "./runtime/MachineSupervisor.js"
@@ -27,6 +28,7 @@ import { EmailSignIn } from "./services/EmailSignIn.js"
 import { Environments } from "./services/Environments.js"
 import { Limits } from "./services/Limits.js"
 import { Machines } from "./services/Machines.js"
+import { PortTokens } from "./services/PortTokens.js"
 import { RateLimiter } from "./services/RateLimiter.js"
 import { SecretBox } from "./services/SecretBox.js"
 import { Sessions } from "./services/Sessions.js"
@@ -56,12 +58,18 @@ export const IdentityLive = EmailSignIn.layer.pipe(
  */
 export const machinesLive = <E, R>(driver: Layer.Layer<MachineDriver, E, R>) =>
   StopTimers.layer.pipe(
-    Layer.provideMerge(Environments.layer),
+    Layer.provideMerge(Layer.merge(Environments.layer, PortTokens.layer)),
     Layer.provideMerge(Machines.layer),
     Layer.provideMerge(Layer.merge(MachineSupervisor.layer, Limits.layer)),
     Layer.provideMerge(Layer.mergeAll(driver, DomainEvents.layer, GroupCommit.layer)),
     Layer.provideMerge(
-      Layer.mergeAll(MachinesRepo.layer, OperationsRepo.layer, EnvironmentsRepo.layer, SecretBox.layer)
+      Layer.mergeAll(
+        MachinesRepo.layer,
+        OperationsRepo.layer,
+        EnvironmentsRepo.layer,
+        PortTokensRepo.layer,
+        SecretBox.layer
+      )
     ),
     Layer.provideMerge(Database.layer)
   )

@@ -115,6 +115,14 @@ export const ExposePortRequest = RequestBody({
   public: Schema.optionalWith(Schema.Boolean, { default: () => false })
 })
 
+export const PortTokenRequest = RequestBody({ expires_in_seconds: Schema.Int.pipe(Schema.between(60, 86400)) })
+
+export const PortToken = Schema.Struct({
+  token: Schema.String,
+  url: Schema.String,
+  expires_at: Timestamp
+}).annotations({ identifier: "PortToken" })
+
 export const StopRequest = RequestBody({ force: Schema.optionalWith(Schema.Boolean, { default: () => false }) })
 
 const Base64 = Schema.String.pipe(
@@ -283,6 +291,14 @@ export class MachinesApi extends HttpApiGroup.make("machines")
       Policy,
       policy("U", "header")
     )
+  )
+  .add(
+    HttpApiEndpoint.post("createPortToken", "/v1/machines/:id/ports/:port/tokens")
+      .setPath(PortPath)
+      .setPayload(PortTokenRequest)
+      .addSuccess(PortToken, { status: 201 })
+      .addError(wire(ResourceNotFound))
+      .annotate(Policy, policy("U", "header"))
   )
   .middleware(Authorization)
 {}

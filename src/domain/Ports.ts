@@ -24,3 +24,7 @@ export const withoutPort = (ports: ReadonlyArray<ExposedPort>, port: number): Re
 
 export const findPort = (ports: ReadonlyArray<ExposedPort>, port: number): ExposedPort | undefined =>
   ports.find((p) => p.port === port)
+
+/** The port proxy's address of a machine's port. */
+export const portUrl = (baseUrl: string, machineId: string, port: number) =>
+  `${baseUrl}/v1/machines/${machineId}/ports/${port}/http/`

@@ -2,13 +2,9 @@
 import { iso, isoOrNull } from "../api/Dto.js"
 import type { MachineDto } from "../api/MachinesApi.js"
 import type { OperationDto } from "../api/OperationsApi.js"
-import { parsePorts } from "../domain/Ports.js"
+import { parsePorts, portUrl } from "../domain/Ports.js"
 import type { MachineRow } from "../persistence/MachinesRepo.js"
 import type { OperationRow } from "../persistence/OperationsRepo.js"
-
-/** The proxy address of a machine's port (src/http/PortProxy.ts). */
-export const portUrl = (baseUrl: string, machineId: string, port: number) =>
-  `${baseUrl}/v1/machines/${machineId}/ports/${port}/http/`
 
 export const machineDto = (baseUrl: string) => (row: MachineRow): MachineDto => ({
   id: row.id,

@@ -1,9 +1,11 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { Api } from "../api/Api.js"
+import { iso } from "../api/Dto.js"
 import { AppConfig } from "../config/AppConfig.js"
 import { MachinesRepo } from "../persistence/MachinesRepo.js"
 import { idempotencyKeyOf, Machines, type Requester } from "../services/Machines.js"
+import { PortTokens } from "../services/PortTokens.js"
 import { currentOrganization, currentUser } from "./CallerContext.js"
 import { machineDto } from "./MachineDtos.js"
 
@@ -23,6 +25,7 @@ export const MachinesHandlers = HttpApiBuilder.group(Api, "machines", (handlers)
     const machines = yield* Machines
     const repo = yield* MachinesRepo
     const config = yield* AppConfig
+    const portTokens = yield* PortTokens
     const dto = machineDto(config.baseUrl)
     return handlers
       .handle("create", ({ headers, payload }) =>
@@ -90,4 +93,16 @@ export const MachinesHandlers = HttpApiBuilder.group(Api, "machines", (handlers)
       .handle("unexposePort", ({ headers, path }) =>
         Effect.flatMap(requester(headers), (who) =>
           machines.change(who, path.id, "unexpose_port", { port: path.port })))
+      .handle("createPortToken", ({ path, payload }) =>
+        Effect.gen(function*() {
+          const organization = yield* currentOrganization
+          const user = yield* currentUser
+          const made = yield* portTokens.create(
+            { organizationId: organization.id, userId: user.id },
+            path.id,
+            path.port,
+            payload.expires_in_seconds
+          )
+          return { token: made.token, url: made.url, expires_at: iso(made.expiresAt) }
+        }))
   }))

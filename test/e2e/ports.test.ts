@@ -3,7 +3,8 @@
  * the machine. The real server on a loopback port, real sandboxes, real SQLite; live clock.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Clock, Context, Effect, TestClock } from "effect"
+import { PortTokens } from "../../src/services/PortTokens.js"
 import { client } from "../support/Http.js"
 import { change, runningMachine } from "../support/Machines.js"
 import { startServer } from "../support/TestServer.js"
@@ -85,5 +86,64 @@ describe("machine ports", () => {
       assert.strictEqual((yield* other("POST", `/v1/machines/${id}/ports`, { json: { port: 80 } })).status, 404)
       assert.strictEqual((yield* other("DELETE", `/v1/machines/${id}/ports/80`)).status, 404)
       assert.strictEqual((yield* api("POST", `/v1/machines/${id}/ports`, { json: { port: 80 } })).status, 202)
+    }))
+})
+
+describe("port tokens", () => {
+  it.scopedLive("a token is made for an exposed port of the caller's machine only", () =>
+    Effect.gen(function*() {
+      const { api, server } = yield* setup
+      const id = yield* runningMachine(api, "tokens", { start: false })
+      const path = `/v1/machines/${id}/ports/8080/tokens`
+      const notExposed = yield* api("POST", path, { json: { expires_in_seconds: 600 } })
+      assert.strictEqual(notExposed.status, 404)
+      assert.strictEqual(notExposed.body.code, "resource_not_found")
+
+      yield* change(api, "POST", `/v1/machines/${id}/ports`, { port: 8080 })
+      const made = yield* api("POST", path, { json: { expires_in_seconds: 600 } })
+      assert.strictEqual(made.status, 201)
+      assert.match(made.body.token, /^[A-Za-z0-9_-]{43}$/)
+      assert.strictEqual(made.body.url, `${server.url}/v1/machines/${id}/ports/8080/http/`)
+      const lifetime = Date.parse(made.body.expires_at) - Date.now()
+      assert.isTrue(lifetime > 590_000 && lifetime <= 600_000, `expires in ${lifetime} ms`)
+      const second = yield* api("POST", path, { json: { expires_in_seconds: 600 } })
+      assert.notStrictEqual(second.body.token, made.body.token)
+
+      for (const expires_in_seconds of [59, 86401, 1.5]) {
+        assert.strictEqual((yield* api("POST", path, { json: { expires_in_seconds } })).status, 422)
+      }
+      assert.strictEqual((yield* api("POST", path, { json: {} })).status, 422)
+      const other = yield* api("POST", `/v1/machines/${id}/ports/8081/tokens`, { json: { expires_in_seconds: 60 } })
+      assert.strictEqual(other.status, 404)
+
+      const stranger = client(server.url, { key: (yield* server.bootstrap("stranger@example.com")).api_key })
+      assert.strictEqual((yield* stranger("POST", path, { json: { expires_in_seconds: 600 } })).status, 404)
+
+      yield* change(api, "DELETE", `/v1/machines/${id}/ports/8080`)
+      assert.strictEqual((yield* api("POST", path, { json: { expires_in_seconds: 600 } })).status, 404)
+    }))
+
+  it.scoped("a token opens its machine's port until it expires (TestClock)", () =>
+    Effect.gen(function*() {
+      const { api, server } = yield* setup
+      const tokens = Context.get(server.context, PortTokens)
+      const id = yield* runningMachine(api, "expiring", { start: false })
+      const otherId = yield* runningMachine(api, "neighbour", { start: false })
+      yield* change(api, "POST", `/v1/machines/${id}/ports`, { port: 8080 })
+      yield* change(api, "POST", `/v1/machines/${id}/ports`, { port: 9090 })
+      const now = yield* Clock.currentTimeMillis
+      const made = yield* api("POST", `/v1/machines/${id}/ports/8080/tokens`, { json: { expires_in_seconds: 60 } })
+      assert.strictEqual(made.status, 201)
+      assert.strictEqual(made.body.expires_at, new Date(now + 60_000).toISOString())
+      const token: string = made.body.token
+
+      assert.isTrue(yield* tokens.opens(token, id, 8080))
+      assert.isFalse(yield* tokens.opens(token, id, 9090), "another port of the same machine")
+      assert.isFalse(yield* tokens.opens(token, otherId, 8080), "the same port of another machine")
+      assert.isFalse(yield* tokens.opens(`${token}x`, id, 8080))
+      yield* TestClock.adjust("59 seconds")
+      assert.isTrue(yield* tokens.opens(token, id, 8080))
+      yield* TestClock.adjust("1 second")
+      assert.isFalse(yield* tokens.opens(token, id, 8080), "expired")
     }))
 })

@@ -18,6 +18,7 @@ import { MachineDriver, type MachineDriverShape } from "../../src/drivers/Machin
 import { RoutesLive } from "../../src/http/Server.js"
 import { readOutbox } from "../../src/mail/Outbox.js"
 import { Accounts } from "../../src/services/Accounts.js"
+import { PortTokens } from "../../src/services/PortTokens.js"
 
 export const tempDir = Effect.acquireRelease(
   Effect.sync(() => NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "svc-test-"))),
@@ -57,7 +58,7 @@ export const testConfig = (dataDir: string, port: number, overrides: Partial<App
 export interface TestServer {
   readonly url: string
   readonly config: AppConfigShape
-  readonly context: Context.Context<Accounts>
+  readonly context: Context.Context<Accounts | PortTokens>
   /** The messages in the outbox, oldest first. */
   readonly outbox: Effect.Effect<ReadonlyArray<{ readonly to: string; readonly text: string }>>
   /** A user, an organization they own and a full_access key, as `svc admin bootstrap` makes them. */
@@ -106,7 +107,7 @@ export const startServer = (overrides: Partial<AppConfigShape> = {}, wrapDriver?
     const result: TestServer = {
       url: `http://127.0.0.1:${address.port}`,
       config,
-      context: Context.make(Accounts, accounts),
+      context: Context.make(Accounts, accounts).pipe(Context.add(PortTokens, Context.get(context, PortTokens))),
       outbox: config.mail.kind === "outbox" ? readOutbox(config.mail.dir) : Effect.succeed([]),
       bootstrap: (email) => accounts.bootstrap(email)
     }
