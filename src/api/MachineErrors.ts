@@ -56,3 +56,10 @@ export const machineConflicts = {
   machine_deleted: MachineDeleted,
   machine_not_stopped: MachineNotStopped
 } as const
+
+/** Something in the machine did not answer as needed: the port proxy found nothing listening. */
+export class GuestActionFailed extends Schema.TaggedError<GuestActionFailed>()(
+  "guest_action_failed",
+  ProblemFields,
+  problem(502, "The machine did not answer")
+) {}

@@ -9,7 +9,7 @@
  */
 import { Effect, Layer } from "effect"
 import { AppConfig } from "../config/AppConfig.js"
-import { DriverError, MachineDriver, type MachineDriverShape } from "./MachineDriver.js"
+import { DriverError, MachineDriver, type MachineDriverShape, NotRunning } from "./MachineDriver.js"
 import * as ProcessDriver from "./process/ProcessDriver.js"
 import * as SandboxDriver from "./sandbox/SandboxDriver.js"
 
@@ -50,6 +50,8 @@ const unavailable = (reason: string): MachineDriverShape => {
     destroy: fail,
     observe: fail,
     exec: fail,
+    // Nothing runs on such a host, so no port answers.
+    connectPort: (id) => Effect.fail(new NotRunning({ machineId: id })),
     cpuSeconds: fail
   }
 }

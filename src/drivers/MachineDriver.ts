@@ -9,6 +9,7 @@
  * existing disk keeps it.
  */
 import { Context, Data, type Effect } from "effect"
+import type * as NodeStream from "node:stream"
 
 export type Size = "small" | "default" | "large"
 
@@ -77,6 +78,11 @@ export interface MachineDriverShape {
     request: ExecRequest,
     onOutput: (stream: OutputStream, chunk: Uint8Array) => Effect.Effect<void>
   ) => Effect.Effect<{ readonly exitCode: number }, DriverError | NotRunning>
+  /**
+   * A byte stream to TCP `port` on the machine's loopback, for the port proxy: connecting, so a
+   * port nobody listens on shows as an error or an end without data on the stream.
+   */
+  readonly connectPort: (id: string, port: number) => Effect.Effect<NodeStream.Duplex, NotRunning>
   /** CPU seconds used by the machine's processes since it was created on this host (monotonic). */
   readonly cpuSeconds: (id: string) => Effect.Effect<number, DriverError>
 }

@@ -16,6 +16,7 @@ import { LimitsHandlers } from "./LimitsHandlers.js"
 import { MachinesHandlers } from "./MachinesHandlers.js"
 import { MembersHandlers } from "./MembersHandlers.js"
 import { OperationsHandlers } from "./OperationsHandlers.js"
+import { makePortProxy, withPortProxy } from "./PortProxy.js"
 import { edge, ProblemsLive } from "./RequestEdge.js"
 
 export const ApiLive = HttpApiBuilder.api(Api).pipe(
@@ -42,9 +43,18 @@ export const RoutesLive = Layer.unwrapEffect(
     ))
 )
 
+/**
+ * A Node HTTP server on `host` and `port` whose port proxy requests and upgrades go to the port
+ * proxy (src/http/PortProxy.ts) before the Effect app sees them.
+ */
+export const nodeServerOn = (options: { readonly host: string; readonly port: number }) =>
+  Layer.unwrapEffect(
+    Effect.map(makePortProxy, (proxy) => NodeHttpServer.layer(() => withPortProxy(createServer(), proxy), options))
+  )
+
 /** A Node HTTP server listening where the configuration says. */
 export const NodeServerLive = Layer.unwrapEffect(
-  Effect.map(AppConfig, (config) => NodeHttpServer.layer(createServer, { host: config.host, port: config.port }))
+  Effect.map(AppConfig, (config) => nodeServerOn({ host: config.host, port: config.port }))
 )
 
 export const HttpLive = RoutesLive.pipe(HttpServer.withLogAddress, Layer.provide(NodeServerLive))

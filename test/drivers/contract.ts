@@ -391,4 +391,54 @@ export const driverContract = (name: string, makeLayer: MakeDriverLayer) =>
             assert.isFalse((yield* driver.observe(spec.id)).running)
           }))
       }))
+
+    for (const internetAccess of [false, true]) {
+      test(`connectPort reaches a port on the machine's loopback (internet access ${internetAccess})`, () =>
+        withMachine(specOf(freshId(), { internetAccess }), (driver, { id }) =>
+          Effect.gen(function*() {
+            const port = 20_000 + Math.floor(Math.random() * 40_000)
+            assert.strictEqual(yield* echoThrough(driver, id, port), "", "nothing listens yet: the stream ends empty")
+            const started = yield* run(
+              driver,
+              id,
+              sh(`nohup node -e 'require("net").createServer((s) => s.pipe(s)).listen(${port}, "127.0.0.1")' \
+                >/dev/null 2>&1 &`)
+            )
+            assert.strictEqual(started.exitCode, 0)
+            const echoed = yield* eventuallyEchoes(driver, id, port)
+            assert.strictEqual(echoed, "ping\n")
+            yield* driver.stop(id, { force: true })
+            const stopped = yield* Effect.either(driver.connectPort(id, port))
+            assert.isTrue(stopped._tag === "Left" && stopped.left._tag === "NotRunning")
+          })))
+    }
+  })
+
+/** Sends "ping\n" through a fresh connection to `port` and answers what came back before it ended. */
+const echoThrough = (driver: MachineDriverShape, id: string, port: number) =>
+  Effect.flatMap(driver.connectPort(id, port), (stream) =>
+    Effect.async<string>((resume) => {
+      let text = ""
+      const done = () => {
+        stream.destroy()
+        resume(Effect.succeed(text))
+      }
+      stream.on("data", (chunk: Buffer) => {
+        text += chunk.toString()
+        if (text.endsWith("\n")) done()
+      })
+      stream.on("error", done)
+      stream.on("end", done)
+      stream.write("ping\n")
+    }))
+
+/** The echo once the server in the machine listens (it starts in the background). */
+const eventuallyEchoes = (driver: MachineDriverShape, id: string, port: number) =>
+  Effect.gen(function*() {
+    for (let attempt = 0; attempt < 100; attempt++) {
+      const echoed = yield* echoThrough(driver, id, port)
+      if (echoed !== "") return echoed
+      yield* Effect.sleep("50 millis")
+    }
+    return ""
   })

@@ -123,7 +123,7 @@ describe("port tokens", () => {
       assert.strictEqual((yield* api("POST", path, { json: { expires_in_seconds: 600 } })).status, 404)
     }))
 
-  it.scoped("a token opens its machine's port until it expires (TestClock)", () =>
+  it.scoped("a token opens its machine's port until it expires, in the proxy too (TestClock)", () =>
     Effect.gen(function*() {
       const { api, server } = yield* setup
       const tokens = Context.get(server.context, PortTokens)
@@ -137,6 +137,10 @@ describe("port tokens", () => {
       assert.strictEqual(made.body.expires_at, new Date(now + 60_000).toISOString())
       const token: string = made.body.token
 
+      // Through the proxy: the token passes (then the stopped machine answers 502), until it expires (404).
+      const proxied = client(server.url, { headers: { "x-svc-port-token": token } })
+      const proxyPath = `/v1/machines/${id}/ports/8080/http/`
+      assert.strictEqual((yield* proxied("GET", proxyPath)).status, 502)
       assert.isTrue(yield* tokens.opens(token, id, 8080))
       assert.isFalse(yield* tokens.opens(token, id, 9090), "another port of the same machine")
       assert.isFalse(yield* tokens.opens(token, otherId, 8080), "the same port of another machine")
@@ -145,5 +149,6 @@ describe("port tokens", () => {
       assert.isTrue(yield* tokens.opens(token, id, 8080))
       yield* TestClock.adjust("1 second")
       assert.isFalse(yield* tokens.opens(token, id, 8080), "expired")
+      assert.strictEqual((yield* proxied("GET", proxyPath)).status, 404)
     }))
 })

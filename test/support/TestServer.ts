@@ -4,10 +4,8 @@
  * scope, so its Clock is the test's TestClock.
  */
 import { HttpServer } from "@effect/platform"
-import { NodeHttpServer } from "@effect/platform-node"
 import { Context, Effect, Layer, Option } from "effect"
 import * as NodeFs from "node:fs"
-import { createServer } from "node:http"
 import * as NodeNet from "node:net"
 import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
@@ -15,7 +13,7 @@ import { ServicesLive, servicesWith } from "../../src/App.js"
 import { AppConfig, type AppConfigShape, defaultLimits } from "../../src/config/AppConfig.js"
 import * as Drivers from "../../src/drivers/Drivers.js"
 import { MachineDriver, type MachineDriverShape } from "../../src/drivers/MachineDriver.js"
-import { RoutesLive } from "../../src/http/Server.js"
+import { nodeServerOn, RoutesLive } from "../../src/http/Server.js"
 import { readOutbox } from "../../src/mail/Outbox.js"
 import { Accounts } from "../../src/services/Accounts.js"
 import { PortTokens } from "../../src/services/PortTokens.js"
@@ -80,6 +78,7 @@ export const startServer = (overrides: Partial<AppConfigShape> = {}, wrapDriver?
     const config = testConfig(dir, port, overrides)
     const configLayer = Layer.succeed(AppConfig, config)
     const layer = RoutesLive.pipe(
+      Layer.provideMerge(nodeServerOn({ host: "127.0.0.1", port })),
       Layer.provideMerge(
         wrapDriver === undefined
           ? ServicesLive
@@ -89,8 +88,7 @@ export const startServer = (overrides: Partial<AppConfigShape> = {}, wrapDriver?
             )
           )
       ),
-      Layer.provideMerge(configLayer),
-      Layer.provideMerge(NodeHttpServer.layer(createServer, { host: "127.0.0.1", port }))
+      Layer.provideMerge(configLayer)
     )
     const context = yield* Layer.build(layer)
     const address = Context.get(context, HttpServer.HttpServer).address as HttpServer.TcpAddress

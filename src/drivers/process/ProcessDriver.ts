@@ -27,6 +27,7 @@ import {
   readJson,
   writeAtomic
 } from "../MachineFiles.js"
+import { connectLocal } from "../PortConnections.js"
 
 interface RunRecord {
   readonly bootId: string
@@ -111,6 +112,13 @@ export const make = (options: { readonly dataDir: string }): MachineDriverShape 
           onExit: (seconds) => cpuCredit(paths(id).cpu, seconds)
         }, onOutput)
       }),
+    // Machines here are host processes: their ports are the host's.
+    connectPort: (id, port) =>
+      Effect.suspend(() =>
+        running(id) === undefined
+          ? Effect.fail(new NotRunning({ machineId: id }))
+          : Effect.succeed(connectLocal(port))
+      ),
     cpuSeconds: (id) =>
       attempt("cpu", () => {
         const record = running(id)

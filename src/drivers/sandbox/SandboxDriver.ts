@@ -42,6 +42,7 @@ import {
   readJson,
   writeAtomic
 } from "../MachineFiles.js"
+import { connectLocal, connectThroughNamespace, sharesHostNetwork } from "../PortConnections.js"
 import { bwrapArgs, hostnameOf, machineHome, machinePath } from "./Bwrap.js"
 import * as Cgroups from "./Cgroups.js"
 
@@ -309,6 +310,16 @@ export const make = (
               ? Effect.fail(new NotRunning({ machineId: id }))
               : Effect.succeed(exit)
           )
+        )
+      }),
+    connectPort: (id, port) =>
+      Effect.suspend(() => {
+        const record = running(id)
+        if (record === undefined) return Effect.fail(new NotRunning({ machineId: id }))
+        return Effect.succeed(
+          sharesHostNetwork(record.pid)
+            ? connectLocal(port)
+            : connectThroughNamespace(tools.nsenter, record.pid, port)
         )
       }),
     cpuSeconds: (id) =>
