@@ -80,9 +80,10 @@ export interface MachineDriverShape {
   ) => Effect.Effect<{ readonly exitCode: number }, DriverError | NotRunning>
   /**
    * A byte stream to TCP `port` on the machine's loopback, for the port proxy: connecting, so a
-   * port nobody listens on shows as an error or an end without data on the stream.
+   * port nobody listens on shows as an error or an end without data on the stream (or fails at
+   * once, where the driver can tell: a port of the host that no process of the machine serves).
    */
-  readonly connectPort: (id: string, port: number) => Effect.Effect<NodeStream.Duplex, NotRunning>
+  readonly connectPort: (id: string, port: number) => Effect.Effect<NodeStream.Duplex, DriverError | NotRunning>
   /** CPU seconds used by the machine's processes since it was created on this host (monotonic). */
   readonly cpuSeconds: (id: string) => Effect.Effect<number, DriverError>
 }

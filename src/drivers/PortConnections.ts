@@ -22,6 +22,58 @@ export const sharesHostNetwork = (pid: number) => {
   }
 }
 
+/** Inodes of the sockets listening on `port` on loopback or every address (IPv4 and IPv6). */
+const listeningInodes = (port: number) => {
+  const inodes = new Set<string>()
+  const hexPort = port.toString(16).toUpperCase().padStart(4, "0")
+  for (const table of ["/proc/net/tcp", "/proc/net/tcp6"]) {
+    let text = ""
+    try {
+      text = NodeFs.readFileSync(table, "utf8")
+    } catch {
+      continue
+    }
+    for (const line of text.split("\n").slice(1)) {
+      const fields = line.trim().split(/\s+/)
+      const local = fields[1]
+      // st 0A is LISTEN; fields[9] is the socket's inode.
+      if (local === undefined || fields[3] !== "0A" || !local.endsWith(`:${hexPort}`)) continue
+      const address = local.slice(0, local.lastIndexOf(":"))
+      const loopbackOrAny = /^(0+|0100007F|0+FFFF00000000(0100007F|0+)|0+10*)$/i.test(address) ||
+        address === "00000000000000000000000001000000"
+      if (loopbackOrAny && fields[9] !== undefined) inodes.add(fields[9])
+    }
+  }
+  return inodes
+}
+
+/**
+ * Whether one of `pids` holds the socket listening on `port`. A machine that shares the host's
+ * network must not become a door to the host's own loopback services (svc itself, a database that
+ * listens on 127.0.0.1): the proxy only reaches a port that a process of the machine serves.
+ */
+export const servedBy = (port: number, pids: ReadonlyArray<number>) => {
+  const inodes = listeningInodes(port)
+  if (inodes.size === 0) return false
+  for (const pid of pids) {
+    let fds: Array<string> = []
+    try {
+      fds = NodeFs.readdirSync(`/proc/${pid}/fd`)
+    } catch {
+      continue
+    }
+    for (const fd of fds) {
+      try {
+        const target = NodeFs.readlinkSync(`/proc/${pid}/fd/${fd}`)
+        if (target.startsWith("socket:[") && inodes.has(target.slice(8, -1))) return true
+      } catch {
+        // closed meanwhile
+      }
+    }
+  }
+  return false
+}
+
 // Exits non-zero when the port refuses, so the caller sees the stream end without an answer.
 const relayScript = `const s = require("net").connect(Number(process.argv[1]), "127.0.0.1");
 s.on("error", () => process.exit(1));

@@ -134,7 +134,10 @@ export const makePortProxy = Effect.gen(function*() {
       }
       const stream = yield* Effect.either(driver.connectPort(target.machineId, target.port))
       if (stream._tag === "Left") {
-        return problem(problemOf(new GuestActionFailed({ detail: "The machine is not running" })))
+        const detail = stream.left._tag === "NotRunning"
+          ? "The machine is not running"
+          : "Nothing in the machine listens on this port"
+        return problem(problemOf(new GuestActionFailed({ detail })))
       }
       const query = new URLSearchParams(target.query)
       query.delete(PORT_TOKEN_PARAM)

@@ -414,7 +414,10 @@ export const driverContract = (name: string, makeLayer: MakeDriverLayer) =>
     }
   })
 
-/** Sends "ping\n" through a fresh connection to `port` and answers what came back before it ended. */
+/**
+ * Sends "ping\n" through a fresh connection to `port` and answers what came back before it ended.
+ * A driver may refuse at once when it can tell nothing of the machine listens (DriverError): "".
+ */
 const echoThrough = (driver: MachineDriverShape, id: string, port: number) =>
   Effect.flatMap(driver.connectPort(id, port), (stream) =>
     Effect.async<string>((resume) => {
@@ -430,7 +433,7 @@ const echoThrough = (driver: MachineDriverShape, id: string, port: number) =>
       stream.on("error", done)
       stream.on("end", done)
       stream.write("ping\n")
-    }))
+    })).pipe(Effect.catchTag("DriverError", () => Effect.succeed("")))
 
 /** The echo once the server in the machine listens (it starts in the background). */
 const eventuallyEchoes = (driver: MachineDriverShape, id: string, port: number) =>

@@ -198,4 +198,22 @@ describe("port proxy", () => {
       // The API next to the proxy is untouched.
       assert.strictEqual((yield* api("GET", `/v1/machines/${id}`)).body.state, "stopped")
     }))
+
+  it.scopedLive("a machine on the host's network reaches only ports its own processes serve, not the host's", () =>
+    Effect.gen(function*() {
+      const { api, server } = yield* setup
+      const id = yield* runningMachine(api, "shared", { internet_access: true })
+      // svc itself listens on the host's loopback: exposing its port must not open a door to it.
+      yield* change(api, "POST", `/v1/machines/${id}/ports`, { port: server.config.port, public: true })
+      const host = yield* client(server.url)(
+        "GET",
+        `/v1/machines/${id}/ports/${server.config.port}/http/v1/auth/providers`
+      )
+      assert.strictEqual(host.status, 502)
+      assert.strictEqual(host.body.code, "guest_action_failed")
+      const port = randomPort()
+      yield* change(api, "POST", `/v1/machines/${id}/ports`, { port })
+      yield* startApp(api, id, port)
+      assert.strictEqual((yield* api("GET", `/v1/machines/${id}/ports/${port}/http/hello`)).status, 201)
+    }))
 })

@@ -16,6 +16,7 @@ import * as NodeChild from "node:child_process"
 import * as NodeCrypto from "node:crypto"
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
+import type * as NodeStream from "node:stream"
 import {
   childrenOf,
   hostBootId,
@@ -42,7 +43,7 @@ import {
   readJson,
   writeAtomic
 } from "../MachineFiles.js"
-import { connectLocal, connectThroughNamespace, sharesHostNetwork } from "../PortConnections.js"
+import { connectLocal, connectThroughNamespace, servedBy, sharesHostNetwork } from "../PortConnections.js"
 import { bwrapArgs, hostnameOf, machineHome, machinePath } from "./Bwrap.js"
 import * as Cgroups from "./Cgroups.js"
 
@@ -313,14 +314,17 @@ export const make = (
         )
       }),
     connectPort: (id, port) =>
-      Effect.suspend(() => {
+      Effect.suspend((): Effect.Effect<NodeStream.Duplex, DriverError | NotRunning> => {
         const record = running(id)
         if (record === undefined) return Effect.fail(new NotRunning({ machineId: id }))
-        return Effect.succeed(
-          sharesHostNetwork(record.pid)
-            ? connectLocal(port)
-            : connectThroughNamespace(tools.nsenter, record.pid, port)
-        )
+        if (!sharesHostNetwork(record.pid)) {
+          return Effect.succeed(connectThroughNamespace(tools.nsenter, record.pid, port))
+        }
+        // The host's network: only a port that a process of this machine listens on.
+        if (!servedBy(port, processesOf(record))) {
+          return Effect.fail(new DriverError({ message: `no process of machine ${id} listens on port ${port}` }))
+        }
+        return Effect.succeed(connectLocal(port))
       }),
     cpuSeconds: (id) =>
       attempt("cpu", () => {
