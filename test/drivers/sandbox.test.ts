@@ -126,9 +126,14 @@ describe("sandbox driver isolation", () => {
       const other = SandboxDriver.make({ dataDir: dir.dataDir, cgroups: elsewhere, tools })
       yield* run(other, spec.id, sh("nohup sleep 778 >/dev/null 2>&1 &"))
       const record = JSON.parse(NodeFs.readFileSync(runFile, "utf8"))
-      const sleeper = hostPidsOf(record.pid).find((pid) =>
-        NodeFs.readFileSync(`/proc/${pid}/cmdline`, "utf8").startsWith("sleep\u0000778")
-      )
+      // The background `nohup` becomes `sleep` a moment after the exec returned: look until it has.
+      let sleeper: number | undefined
+      for (let tries = 0; tries < 100 && sleeper === undefined; tries++) {
+        sleeper = hostPidsOf(record.pid).find((pid) =>
+          NodeFs.readFileSync(`/proc/${pid}/cmdline`, "utf8").startsWith("sleep\u0000778")
+        )
+        if (sleeper === undefined) yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 20)))
+      }
       assert.isDefined(sleeper)
       assert.strictEqual(
         NodeFs.readFileSync(`/proc/${sleeper}/cgroup`, "utf8").includes(`/svc/${spec.id}`),

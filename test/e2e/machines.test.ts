@@ -7,7 +7,7 @@ import { Effect } from "effect"
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
 import { client } from "../support/Http.js"
-import { change, decode, eventually, readEvents, runningMachine, settled, sh } from "../support/Machines.js"
+import { awaitEvent, change, decode, eventually, readEvents, runningMachine, settled, sh } from "../support/Machines.js"
 import { startServer } from "../support/TestServer.js"
 
 const setup = (overrides: Parameters<typeof startServer>[0] = {}) =>
@@ -174,7 +174,7 @@ describe("machines", () => {
 
   it.scopedLive("cancel: a pending operation fails at once, a running exec is killed", () =>
     Effect.gen(function*() {
-      const { api } = yield* setup()
+      const { api, owner, server } = yield* setup()
       const id = yield* runningMachine(api, "cancel")
       const long = yield* api("POST", `/v1/machines/${id}/exec`, { json: { shell: "echo started; sleep 600" } })
       const waiting = yield* api("POST", `/v1/machines/${id}/exec`, { json: { shell: "echo never > /tmp/never" } })
@@ -185,6 +185,9 @@ describe("machines", () => {
       const pending = (yield* api("GET", `/v1/operations/${waiting.body.operation_id}`)).body
       assert.strictEqual(pending.status, "failed")
       assert.strictEqual(pending.error_code, "cancelled")
+      // Cancel once its first output is persisted, so the result must hold it.
+      const events = `${server.url}/v1/operations/${long.body.operation_id}/events`
+      assert.isTrue(yield* awaitEvent(events, { authorization: `Bearer ${owner.api_key}` }, "output"))
       yield* api("POST", `/v1/operations/${long.body.operation_id}/cancel`)
       const killed = yield* settled(api, long.body.operation_id)
       assert.strictEqual(killed.status, "failed")

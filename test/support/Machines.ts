@@ -86,3 +86,22 @@ export const readEvents = (url: string, headers: Record<string, string>) =>
       })
     }
   })
+
+/** Reads an operation's event stream until an event named `name` arrives (then stops reading). */
+export const awaitEvent = (url: string, headers: Record<string, string>, name: string) =>
+  Effect.promise(async () => {
+    const controller = new AbortController()
+    const response = await fetch(url, { headers, signal: controller.signal })
+    const reader = response.body!.getReader()
+    let text = ""
+    try {
+      while (!text.includes(`event: ${name}\n`)) {
+        const { done, value } = await reader.read()
+        if (done) break
+        text += Buffer.from(value).toString("utf8")
+      }
+    } finally {
+      controller.abort()
+    }
+    return text.includes(`event: ${name}\n`)
+  })
