@@ -1,7 +1,7 @@
 /**
  * The machine driver the configuration names (`SVC_RUNTIME`). `sandbox` is the default; `process`
  * is for development hosts without bubblewrap; `docker` is accepted by the configuration (the spec
- * names it) but has no driver in this build yet, so it stops the start with one clear line.
+ * names it) but has no driver in this build yet, so it is served like a host without bubblewrap.
  *
  * A host that cannot run sandboxes (no bubblewrap, no namespaces) still serves everything else:
  * svc starts, says why in the log, and machine changes answer 503 `runtime_unavailable` until the
@@ -13,29 +13,22 @@ import { DriverError, MachineDriver, type MachineDriverShape, NotRunning } from 
 import * as ProcessDriver from "./process/ProcessDriver.js"
 import * as SandboxDriver from "./sandbox/SandboxDriver.js"
 
-export class DriverUnavailable extends Error {
-  override readonly name = "DriverUnavailable"
-}
-
 export const layer = Layer.unwrapEffect(Effect.map(AppConfig, (config) => {
   switch (config.runtime) {
     case "sandbox":
       return SandboxDriver.layer({ dataDir: config.dataDir }).pipe(
-        Layer.catchAll((error) =>
-          Layer.effect(
-            MachineDriver,
-            Effect.as(Effect.logWarning(`machines unavailable: ${error.message}`), unavailable(error.message))
-          )
-        )
+        Layer.catchAll((error) => unavailableLayer(error.message))
       )
     case "process":
       return ProcessDriver.layer({ dataDir: config.dataDir })
     case "docker":
-      return Layer.die(
-        new DriverUnavailable("SVC_RUNTIME=docker: the docker driver is not part of this build; use sandbox or process")
-      )
+      return unavailableLayer("SVC_RUNTIME=docker: the docker driver is not part of this build; use sandbox or process")
   }
 }))
+
+/** svc without machines: it says why once at start; machine changes answer 503 `runtime_unavailable`. */
+const unavailableLayer = (reason: string) =>
+  Layer.effect(MachineDriver, Effect.as(Effect.logWarning(`machines unavailable: ${reason}`), unavailable(reason)))
 
 /** The stand-in driver of a host that cannot run machines: every action fails with the reason. */
 const unavailable = (reason: string): MachineDriverShape => {

@@ -18,18 +18,15 @@ export const MembersHandlers = HttpApiBuilder.group(Api, "members", (handlers) =
         Effect.gen(function*() {
           const organization = yield* currentOrganization
           const members = yield* accounts.members(organization.id)
-          const running = yield* Effect.forEach(
-            members,
-            (member) => machines.countRunningBy(organization.id, member.user_id)
-          )
+          const running = yield* machines.runningByMember(organization.id)
           return {
-            items: members.map((member, index) => ({
+            items: members.map((member) => ({
               user_id: member.user_id,
               email: member.email,
               role: member.role,
               joined_at: iso(member.joined_at),
               max_running_machines: member.max_running_machines,
-              running_machines: running[index] ?? 0,
+              running_machines: running.get(member.user_id) ?? 0,
               usage_this_month: { cost_micros: 0, seconds: 0 }
             }))
           }

@@ -91,6 +91,13 @@ const make = Effect.gen(function*() {
         SELECT COALESCE(last_activity_at, started_at) + idle_sleep_seconds * 1000 FROM machines
           WHERE state = 'running' AND projected_state = 'running' AND idle_sleep_seconds IS NOT NULL
       ) AS timers`.pipe(Effect.map((rows) => rows[0]?.due ?? null), Effect.orDie),
+    /** Per member (creator), the machines that run or will once accepted operations have run: one query. */
+    runningByMember: (organizationId: string) =>
+      sql<{ created_by: string; n: number }>`SELECT created_by, COUNT(*) AS n FROM machines
+        WHERE organization_id = ${organizationId} AND projected_state = 'running' GROUP BY created_by`.pipe(
+        Effect.map((rows) => new Map(rows.map((row) => [row.created_by, Number(row.n)]))),
+        Effect.orDie
+      ),
     /** Machines a member created that run, or will once accepted operations have run. */
     countRunningBy: (organizationId: string, userId: string) =>
       sql<{ n: number }>`SELECT COUNT(*) AS n FROM machines WHERE organization_id = ${organizationId}

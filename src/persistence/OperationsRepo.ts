@@ -22,7 +22,6 @@ export interface OperationRow {
   readonly stop_reason: string | null
   /** `{exec_result}` or `{file_ranges}` as JSON. */
   readonly result: string | null
-  readonly cancel_requested: number
   /** 1 when it boots the machine (counted by the starts limit). */
   readonly boots: number
   readonly created_at: number
@@ -46,7 +45,6 @@ export type OperationPatch = Partial<
     | "error_code"
     | "completed_but_unchanged"
     | "result"
-    | "cancel_requested"
     | "started_at"
     | "finished_at"
   >
@@ -133,8 +131,7 @@ const make = Effect.gen(function*() {
       fingerprint: string
       operation_id: string
       created_at: number
-    }) => Effect.orDie(sql`INSERT INTO idempotency_keys ${sql.insert(row)}`),
-    expireKeys: (before: number) => Effect.orDie(sql`DELETE FROM idempotency_keys WHERE created_at < ${before}`)
+    }) => Effect.orDie(sql`INSERT INTO idempotency_keys ${sql.insert(row)}`)
   }
 })
 

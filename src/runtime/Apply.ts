@@ -295,7 +295,7 @@ printf '%s\\n' "$1" >> "$f" && chmod 600 "$f"`,
               String(range.offset),
               String(range.size)
             ]
-          }, (stream, chunk) => Effect.sync(() => stream === "stdout" ? readInto(output, chunk) : undefined))
+          }, (stream, chunk) => Effect.sync(() => stream === "stdout" ? output.push(chunk) : undefined))
           ranges.push({
             path: range.path,
             offset: range.offset,
@@ -346,4 +346,3 @@ class RangeBuffer {
     return Buffer.concat(this.parts).toString("base64")
   }
 }
-const readInto = (buffer: RangeBuffer, chunk: Uint8Array) => buffer.push(chunk)

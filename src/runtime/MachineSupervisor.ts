@@ -31,14 +31,15 @@ export interface MachineSupervisorShape {
    * fails with `cancelled` (its result says so); anything else goes on.
    */
   readonly cancel: (operation: OperationRow) => Effect.Effect<void>
-  /** Actors alive now (for tests and the memory benchmark). */
-  readonly actorCount: Effect.Effect<number>
 }
 
 export class MachineSupervisor extends Context.Tag("svc/runtime/MachineSupervisor")<
   MachineSupervisor,
   MachineSupervisorShape
 >() {}
+
+/** The kinds that boot the machine, so need its environment's variables. */
+const boots: ReadonlySet<string> = new Set(["create", "start", "restart"])
 
 /** The bus event of a machine that settled in `state`, if it has one. */
 const machineEventOf = (state: MachineState | undefined) => {
@@ -189,8 +190,10 @@ const make = Effect.gen(function*() {
           })
         )
         if (!claimed) return
+        // Only a boot reads the (sealed) environment, and only a re-applied operation has earlier output:
+        // an exec, the hot path, does neither query.
         const { environment_id, environment_version } = machine.value
-        const env = environment_id === null || environment_version === null
+        const env = !boots.has(initial.kind) || environment_id === null || environment_version === null
           ? {}
           : yield* variablesOf(environment_id, environment_version).pipe(
             Effect.provideService(EnvironmentsRepo, environments),
@@ -199,7 +202,7 @@ const make = Effect.gen(function*() {
         const outcome = yield* apply(initial, machine.value, {
           env,
           cancelled: Deferred.await(cancelled),
-          earlierOutput: yield* earlierOutput(initial),
+          earlierOutput: attempts === 1 ? new OutputCollector() : yield* earlierOutput(initial),
           onOutput: (stream, chunk) =>
             persist((published) =>
               record(published, initial, "output", { stream, data_base64: Buffer.from(chunk).toString("base64") })
@@ -299,8 +302,7 @@ const make = Effect.gen(function*() {
         if (wasPending) return
         const running = cancels.get(operation.id)
         if (running !== undefined) yield* Deferred.succeed(running, undefined)
-      }),
-    actorCount: Effect.sync(() => actors.size)
+      })
   })
 })
 

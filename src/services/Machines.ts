@@ -99,7 +99,6 @@ const make = Effect.gen(function*() {
         completed_but_unchanged: 0,
         stop_reason: operation.kind === "stop" ? (operation.request as { stop_reason: string }).stop_reason : null,
         result: null,
-        cancel_requested: 0,
         boots: operation.boots ? 1 : 0,
         created_at: now,
         started_at: null,

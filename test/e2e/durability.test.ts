@@ -16,16 +16,22 @@ import { freePort, tempDir } from "../support/TestServer.js"
 const machines = 3
 const perMachine = 40
 
+/** `svc serve` on a fresh data dir with the sandbox driver, an owner's key, and its machines destroyed at the end. */
+const servedSandbox = Effect.gen(function*() {
+  const dataDir = yield* tempDir
+  yield* Effect.addFinalizer(() => destroyMachines(dataDir, "sandbox"))
+  const port = yield* freePort
+  const env = { SVC_DATA_DIR: dataDir, SVC_PORT: String(port), SVC_RUNTIME: "sandbox", SVC_BILLING: "unlimited" }
+  const first = yield* serve(env)
+  const boot = yield* run(["admin", "bootstrap", "--email", "ops@example.com", "--data-dir", dataDir])
+  const api = client(`http://127.0.0.1:${port}`, { key: JSON.parse(boot.stdout).api_key })
+  return { api, dataDir, env, first }
+})
+
 describe("durability", () => {
   it.scopedLive("SIGKILL during a burst of operations loses nothing and repeats nothing", () =>
     Effect.gen(function*() {
-      const dataDir = yield* tempDir
-      yield* Effect.addFinalizer(() => destroyMachines(dataDir, "sandbox"))
-      const port = yield* freePort
-      const env = { SVC_DATA_DIR: dataDir, SVC_PORT: String(port), SVC_RUNTIME: "sandbox", SVC_BILLING: "unlimited" }
-      const first = yield* serve(env)
-      const boot = yield* run(["admin", "bootstrap", "--email", "ops@example.com", "--data-dir", dataDir])
-      const api = client(`http://127.0.0.1:${port}`, { key: JSON.parse(boot.stdout).api_key })
+      const { api, dataDir, env, first } = yield* servedSandbox
       const ids = yield* Effect.all(
         Array.from({ length: machines }, (_, index) => runningMachine(api, `m${index}`)),
         { concurrency: "unbounded" }
@@ -80,13 +86,7 @@ describe("durability", () => {
     "machines keep running across a restart of svc; one that ended meanwhile is found stopped",
     () =>
       Effect.gen(function*() {
-        const dataDir = yield* tempDir
-        yield* Effect.addFinalizer(() => destroyMachines(dataDir, "sandbox"))
-        const port = yield* freePort
-        const env = { SVC_DATA_DIR: dataDir, SVC_PORT: String(port), SVC_RUNTIME: "sandbox", SVC_BILLING: "unlimited" }
-        const first = yield* serve(env)
-        const boot = yield* run(["admin", "bootstrap", "--email", "ops@example.com", "--data-dir", dataDir])
-        const api = client(`http://127.0.0.1:${port}`, { key: JSON.parse(boot.stdout).api_key })
+        const { api, dataDir, env, first } = yield* servedSandbox
         const kept = yield* runningMachine(api, "kept")
         const lost = yield* runningMachine(api, "lost")
         yield* sh(api, kept, "sleep 1000 >/dev/null 2>&1 & echo $! > /tmp/bg.pid")
