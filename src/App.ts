@@ -20,6 +20,7 @@ import { OrganizationsRepo } from "./persistence/OrganizationsRepo.js"
 import { PortTokensRepo } from "./persistence/PortTokensRepo.js"
 import { SessionsRepo } from "./persistence/SessionsRepo.js"
 import { UsersRepo } from "./persistence/UsersRepo.js"
+import * as HostCapacity from "./runtime/HostCapacity.js"
 import * as MachineSupervisor from "./runtime/MachineSupervisor.js"
 import * as StopTimers from "./runtime/StopTimers.js"
 import { Accounts } from "./services/Accounts.js"
@@ -61,7 +62,7 @@ export const machinesLive = <E, R>(driver: Layer.Layer<MachineDriver, E, R>) =>
     Layer.provideMerge(Layer.merge(Environments.layer, PortTokens.layer)),
     Layer.provideMerge(Machines.layer),
     Layer.provideMerge(Layer.merge(MachineSupervisor.layer, Limits.layer)),
-    Layer.provideMerge(Layer.mergeAll(driver, DomainEvents.layer, GroupCommit.layer)),
+    Layer.provideMerge(Layer.mergeAll(driver, DomainEvents.layer, GroupCommit.layer, HostCapacity.layer)),
     Layer.provideMerge(
       Layer.mergeAll(
         MachinesRepo.layer,

@@ -51,7 +51,25 @@ export interface AppConfigShape {
   /** Largest request body accepted; larger answers 413 `body_too_large`. */
   readonly maxBodyBytes: number
   readonly limits: Readonly<Record<Tier, TierLimits>>
+  /** The host's capacity and start queue (src/runtime/HostCapacity.ts). */
+  readonly capacity: HostCapacitySetting
 }
+
+export interface HostCapacitySetting {
+  /** Machines this host runs at once, across every organization; more boots wait in the start queue. */
+  readonly maxRunning: number
+  /** How long a boot may wait in the start queue before it fails with `no_capacity`. */
+  readonly queueSeconds: number
+}
+
+/**
+ * An idle sandbox holds a few MiB; a machine's size is a ceiling, not a reservation. 64 MiB of host
+ * memory per running machine leaves room for the ones that work (docs/configuration.md).
+ */
+export const defaultHostCapacity = (): HostCapacitySetting => ({
+  maxRunning: Math.max(16, Math.floor(NodeOs.totalmem() / (64 * 1024 ** 2))),
+  queueSeconds: 600
+})
 
 /** The organization tiers that have their own count limits (api.md LimitsDto `tier`). */
 export type Tier = "trial" | "paid" | "unlimited"
@@ -214,7 +232,17 @@ const load = Effect.gen(function*() {
       Config.validate({ message: "must be at least 1024", validation: (n) => n >= 1024 }),
       Config.withDefault(24 * 1024 * 1024)
     ),
-    limits: yield* limitsSetting
+    limits: yield* limitsSetting,
+    capacity: {
+      maxRunning: yield* Config.integer("SVC_HOST_MAX_RUNNING").pipe(
+        Config.validate({ message: "must be at least 1", validation: (n) => n >= 1 }),
+        Config.withDefault(defaultHostCapacity().maxRunning)
+      ),
+      queueSeconds: yield* Config.integer("SVC_START_QUEUE_SECONDS").pipe(
+        Config.validate({ message: "must be at least 1", validation: (n) => n >= 1 }),
+        Config.withDefault(defaultHostCapacity().queueSeconds)
+      )
+    }
   })
 })
 

@@ -5,6 +5,7 @@ import { ResourceNotFound } from "../api/Errors.js"
 import { DomainEvents } from "../events/DomainEvents.js"
 import { MachinesRepo } from "../persistence/MachinesRepo.js"
 import { type EventRow, type OperationRow, OperationsRepo } from "../persistence/OperationsRepo.js"
+import { HostCapacity } from "../runtime/HostCapacity.js"
 import { MachineSupervisor } from "../runtime/MachineSupervisor.js"
 import { currentOrganization } from "./CallerContext.js"
 import { operationDto } from "./MachineDtos.js"
@@ -20,6 +21,7 @@ export const OperationsHandlers = HttpApiBuilder.group(Api, "operations", (handl
     const machines = yield* MachinesRepo
     const supervisor = yield* MachineSupervisor
     const bus = yield* DomainEvents
+    const toDto = operationDto((yield* HostCapacity).positionOf)
 
     const findOperation = (id: string) =>
       Effect.gen(function*() {
@@ -54,7 +56,7 @@ export const OperationsHandlers = HttpApiBuilder.group(Api, "operations", (handl
       }))
 
     return handlers
-      .handle("get", ({ path }) => Effect.map(findOperation(path.id), operationDto))
+      .handle("get", ({ path }) => Effect.map(findOperation(path.id), toDto))
       .handle("listForMachine", ({ path, urlParams }) =>
         Effect.gen(function*() {
           const organization = yield* currentOrganization
@@ -68,7 +70,7 @@ export const OperationsHandlers = HttpApiBuilder.group(Api, "operations", (handl
           })
           const page = rows.slice(0, urlParams.limit)
           return {
-            items: page.map(operationDto),
+            items: page.map(toDto),
             next_cursor: rows.length > urlParams.limit ? String(page[page.length - 1]!.seq) : null
           }
         }))
@@ -77,7 +79,7 @@ export const OperationsHandlers = HttpApiBuilder.group(Api, "operations", (handl
           const operation = yield* findOperation(path.id)
           yield* supervisor.cancel(operation)
           const now = yield* operations.find(operation.id)
-          return operationDto(Option.getOrElse(now, () => operation))
+          return toDto(Option.getOrElse(now, () => operation))
         }))
       .handle("events", ({ headers, path }) =>
         Effect.map(findOperation(path.id), (operation) =>

@@ -65,6 +65,11 @@ const make = Effect.gen(function*() {
     running: sql<MachineRow>`SELECT * FROM machines WHERE state IN ('running', 'starting', 'restarting')`.pipe(
       Effect.orDie
     ),
+    /** Machines that hold a slot of the host (src/runtime/HostCapacity.ts). */
+    runningIds: sql<{ id: string }>`SELECT id FROM machines WHERE state IN ('running', 'starting', 'restarting')`.pipe(
+      Effect.map((rows) => rows.map((row) => row.id)),
+      Effect.orDie
+    ),
     countRunning: (organizationId: string) =>
       sql<{ n: number }>`SELECT COUNT(*) AS n FROM machines WHERE organization_id = ${organizationId}
         AND projected_state = 'running'`.pipe(Effect.map((rows) => Number(rows[0]?.n ?? 0)), Effect.orDie),

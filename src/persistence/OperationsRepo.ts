@@ -24,6 +24,10 @@ export interface OperationRow {
   readonly result: string | null
   /** 1 when it boots the machine (counted by the starts limit). */
   readonly boots: number
+  /** Set while (and after) a boot waited in the host's start queue (src/runtime/HostCapacity.ts). */
+  readonly queued_at: number | null
+  readonly queue_priority: "paid" | "trial" | null
+  readonly queue_expires_at: number | null
   readonly created_at: number
   readonly started_at: number | null
   readonly finished_at: number | null
@@ -47,6 +51,9 @@ export type OperationPatch = Partial<
     | "result"
     | "started_at"
     | "finished_at"
+    | "queued_at"
+    | "queue_priority"
+    | "queue_expires_at"
   >
 >
 

@@ -5,6 +5,7 @@
  * start, what was `running` becomes `uncertain` and every machine with open work is woken.
  */
 import { Cause, Clock, Context, Deferred, Effect, Layer, Option, Queue } from "effect"
+import { AppConfig } from "../config/AppConfig.js"
 import type { MachineState } from "../domain/MachineStates.js"
 import { MachineDriver } from "../drivers/MachineDriver.js"
 import { type DomainEvent, DomainEvents } from "../events/DomainEvents.js"
@@ -13,10 +14,12 @@ import { GroupCommit } from "../persistence/GroupCommit.js"
 import { MachinesRepo } from "../persistence/MachinesRepo.js"
 import { isTerminal, type OperationRow, OperationsRepo, type OperationStatus } from "../persistence/OperationsRepo.js"
 import { variablesOf } from "../services/EnvironmentVariables.js"
+import { tierOf } from "../services/Limits.js"
 import { SecretBox } from "../services/SecretBox.js"
-import { apply, type Outcome, stoppedOnItsOwn } from "./Apply.js"
+import { apply, type Outcome, specOf, stoppedOnItsOwn } from "./Apply.js"
 import { retryDelay } from "./Backoff.js"
 import { OutputCollector } from "./ExecOutput.js"
+import { HostCapacity } from "./HostCapacity.js"
 import { project } from "./Projection.js"
 
 interface Actor {
@@ -65,6 +68,8 @@ const make = Effect.gen(function*() {
   const operations = yield* OperationsRepo
   const events = yield* DomainEvents
   const driver = yield* MachineDriver
+  const capacity = yield* HostCapacity
+  const config = yield* AppConfig
   const actors = new Map<string, Actor>()
   const cancels = new Map<string, Deferred.Deferred<void>>()
   const scope = yield* Effect.scope
@@ -171,12 +176,62 @@ const make = Effect.gen(function*() {
       yield* machines.update(machineId, { projected_state: project(machine.value.state, open) })
     })
 
+  /**
+   * A slot of the host for a boot (src/runtime/HostCapacity.ts): at once when one is free, else after
+   * waiting in the start queue, whose place (`queued_at`, priority, expiry) is kept in the row.
+   */
+  const admission = (operation: OperationRow, cancelled: Deferred.Deferred<void>) =>
+    Effect.gen(function*() {
+      if (operation.queued_at === null && (yield* capacity.tryAdmit(operation.machine_id))) return "admitted" as const
+      const now = yield* Clock.currentTimeMillis
+      const boot = {
+        operationId: operation.id,
+        machineId: operation.machine_id,
+        priority: operation.queue_priority ??
+          (tierOf(config, operation.organization_id) === "trial" ? "trial" as const : "paid" as const),
+        queuedAt: operation.queued_at ?? now,
+        expiresAt: operation.queue_expires_at ?? now + capacity.queueSeconds * 1000,
+        seq: operation.seq ?? 0
+      }
+      if (operation.queued_at === null) {
+        yield* persist(() =>
+          operations.update(operation.id, {
+            queued_at: boot.queuedAt,
+            queue_priority: boot.priority,
+            queue_expires_at: boot.expiresAt
+          })
+        )
+      }
+      return yield* Effect.raceFirst(
+        capacity.wait(boot),
+        Effect.as(Deferred.await(cancelled), "cancelled" as const)
+      )
+    })
+
+  /**
+   * A boot that waited too long fails `no_capacity`. A machine created with `start` still gets its
+   * disk and is left stopped, as if created without it, so a later start finds it whole.
+   */
+  const noCapacity = (operation: OperationRow) =>
+    Effect.gen(function*() {
+      const outcome = { status: "failed", errorCode: "no_capacity" } as const
+      const machine = yield* machines.find(operation.machine_id)
+      if (operation.kind !== "create" || Option.isNone(machine)) return outcome
+      const created = yield* Effect.either(driver.create(specOf(machine.value, {})))
+      return { ...outcome, machine: { state: created._tag === "Right" ? "stopped" : "failed" } as const }
+    })
+
   /** Carries one operation to a terminal status, re-applying it while the outcome is uncertain. */
   const run = (initial: OperationRow) =>
     Effect.gen(function*() {
       let attempts = initial.attempt_count
       const cancelled = yield* Deferred.make<void>()
       cancels.set(initial.id, cancelled)
+      if (initial.boots === 1) {
+        const slot = yield* admission(initial, cancelled)
+        if (slot === "cancelled") return
+        if (slot === "expired") return yield* settle(initial, attempts, yield* noCapacity(initial))
+      }
       while (true) {
         const machine = yield* machines.find(initial.machine_id)
         if (Option.isNone(machine)) return
@@ -220,7 +275,10 @@ const make = Effect.gen(function*() {
         )
         yield* Effect.sleep(retryDelay(attempts))
       }
-    }).pipe(Effect.ensuring(Effect.sync(() => cancels.delete(initial.id))))
+    }).pipe(
+      Effect.ensuring(Effect.sync(() => cancels.delete(initial.id))),
+      Effect.ensuring(initial.boots === 1 ? capacity.release(initial.machine_id) : capacity.pump)
+    )
 
   /** The actor: drains the machine's open operations, then ends once nothing woke it meanwhile. */
   const actor = (machineId: string, self: Actor): Effect.Effect<void> =>
@@ -289,17 +347,16 @@ const make = Effect.gen(function*() {
     wake,
     cancel: (operation) =>
       Effect.gen(function*() {
-        const wasPending = yield* persist((published) =>
+        yield* persist((published) =>
           Effect.gen(function*() {
             const now = yield* Clock.currentTimeMillis
-            if (!(yield* operations.cancelPending(operation.id, now))) return false
+            if (!(yield* operations.cancelPending(operation.id, now))) return
             yield* reproject(operation.machine_id)
             yield* recordStatus(published, operation, "failed", operation.attempt_count, "cancelled")
             yield* record(published, operation, "end", { status: "failed" })
-            return true
           })
         )
-        if (wasPending) return
+        // A pending boot may wait in the start queue: its actor gives up its place.
         const running = cancels.get(operation.id)
         if (running !== undefined) yield* Deferred.succeed(running, undefined)
       })

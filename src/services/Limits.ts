@@ -6,13 +6,17 @@
  */
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import { LimitExceeded } from "../api/MachineErrors.js"
-import { AppConfig, type Tier } from "../config/AppConfig.js"
+import { AppConfig, type AppConfigShape, type Tier } from "../config/AppConfig.js"
 import type { MachineRow } from "../persistence/MachinesRepo.js"
 import { MachinesRepo } from "../persistence/MachinesRepo.js"
 import { OperationsRepo } from "../persistence/OperationsRepo.js"
 import { OrganizationsRepo } from "../persistence/OrganizationsRepo.js"
 
 const hour = 3_600_000
+
+/** Billing will move paying organizations to `paid`; until then metered ones are on trial. */
+export const tierOf = (config: AppConfigShape, _organizationId: string): Tier =>
+  config.billing === "unlimited" ? "unlimited" : "trial"
 
 export interface LimitsView {
   readonly tier: Tier
@@ -27,12 +31,9 @@ const make = Effect.gen(function*() {
   const operations = yield* OperationsRepo
   const organizations = yield* OrganizationsRepo
 
-  /** Billing will move paying organizations to `paid`; until then metered ones are on trial. */
-  const tierOf = (_organizationId: string): Tier => config.billing === "unlimited" ? "unlimited" : "trial"
-
   const view = (organizationId: string) =>
     Effect.gen(function*() {
-      const tier = tierOf(organizationId)
+      const tier = tierOf(config, organizationId)
       const limits = config.limits[tier]
       const now = yield* Clock.currentTimeMillis
       const running = yield* machines.countRunning(organizationId)

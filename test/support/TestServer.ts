@@ -10,7 +10,7 @@ import * as NodeNet from "node:net"
 import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
 import { ServicesLive, servicesWith } from "../../src/App.js"
-import { AppConfig, type AppConfigShape, defaultLimits } from "../../src/config/AppConfig.js"
+import { AppConfig, type AppConfigShape, defaultHostCapacity, defaultLimits } from "../../src/config/AppConfig.js"
 import * as Drivers from "../../src/drivers/Drivers.js"
 import { MachineDriver, type MachineDriverShape } from "../../src/drivers/MachineDriver.js"
 import { nodeServerOn, RoutesLive } from "../../src/http/Server.js"
@@ -50,6 +50,7 @@ export const testConfig = (dataDir: string, port: number, overrides: Partial<App
   logLevel: "none",
   maxBodyBytes: 64 * 1024,
   limits: defaultLimits,
+  capacity: defaultHostCapacity(),
   ...overrides
 })
 

@@ -1,0 +1,112 @@
+/**
+ * The host's start queue (src/runtime/HostCapacity.ts): a boot that finds the host full stays
+ * `pending` with `starting_soon`, is admitted when a machine stops, and fails `no_capacity` when it
+ * has waited too long. Real sandboxes on a host capped at one running machine; expiry on TestClock.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, TestClock } from "effect"
+import { defaultHostCapacity } from "../../src/config/AppConfig.js"
+import { client } from "../support/Http.js"
+import { change, eventually, realSleep, runningMachine, settled } from "../support/Machines.js"
+import { startServer } from "../support/TestServer.js"
+
+const setup = (maxRunning: number) =>
+  Effect.gen(function*() {
+    const server = yield* startServer({
+      runtime: "sandbox",
+      capacity: { ...defaultHostCapacity(), maxRunning, queueSeconds: 120 }
+    })
+    const owner = yield* server.bootstrap("owner@example.com")
+    return client(server.url, { key: owner.api_key })
+  })
+
+type Api = ReturnType<typeof client>
+
+const queued = (api: Api, operationId: string) =>
+  eventually(Effect.map(
+    api("GET", `/v1/operations/${operationId}`),
+    (reply) => reply.body.starting_soon === null ? undefined : reply.body
+  ))
+
+describe("start queue", () => {
+  it.scoped("a boot on a full host waits with starting_soon and runs once a machine stops", () =>
+    Effect.gen(function*() {
+      const api = yield* setup(1)
+      const first = yield* runningMachine(api, "first")
+      const second = yield* api("POST", "/v1/machines", { json: { name: "second", start: true } })
+      assert.strictEqual(second.status, 202)
+      const third = yield* api("POST", "/v1/machines", { json: { name: "third", start: true } })
+
+      const waiting = yield* queued(api, second.body.operation_id)
+      assert.strictEqual(waiting.status, "pending")
+      assert.deepStrictEqual(
+        { ...waiting.starting_soon, queued_at: undefined, expires_at: undefined },
+        {
+          operation_id: second.body.operation_id,
+          position: 1,
+          priority: "paid",
+          reason: "host_at_capacity",
+          queued_at: undefined,
+          expires_at: undefined
+        }
+      )
+      assert.strictEqual(
+        Date.parse(waiting.starting_soon.expires_at) - Date.parse(waiting.starting_soon.queued_at),
+        120_000
+      )
+      const behind = yield* queued(api, third.body.operation_id)
+      assert.strictEqual(behind.starting_soon.position, 2)
+
+      // The first machine stops: the second boots, the third moves up and still waits.
+      yield* change(api, "POST", `/v1/machines/${first}/stop`, {})
+      const booted = yield* settled(api, second.body.operation_id)
+      assert.strictEqual(booted.status, "succeeded")
+      assert.strictEqual(booted.starting_soon, null)
+      assert.strictEqual((yield* api("GET", `/v1/machines/${second.body.machine_id}`)).body.state, "running")
+      const moved = yield* eventually(Effect.map(
+        api("GET", `/v1/operations/${third.body.operation_id}`),
+        (reply) => reply.body.starting_soon?.position === 1 ? reply.body : undefined
+      ))
+      assert.strictEqual(moved.status, "pending")
+      assert.strictEqual((yield* api("GET", `/v1/machines/${third.body.machine_id}`)).body.state, "creating")
+    }))
+
+  it.scoped("a boot that waits past the queue's time fails with no_capacity; a cancelled one leaves the queue", () =>
+    Effect.gen(function*() {
+      const api = yield* setup(1)
+      const first = yield* runningMachine(api, "first")
+      const late = yield* api("POST", "/v1/machines", { json: { name: "late", start: true } })
+      const cancelled = yield* api("POST", "/v1/machines", { json: { name: "gone", start: true } })
+      yield* queued(api, cancelled.body.operation_id)
+
+      const cancel = yield* api("POST", `/v1/operations/${cancelled.body.operation_id}/cancel`)
+      assert.strictEqual(cancel.body.status, "failed")
+      assert.strictEqual(cancel.body.error_code, "cancelled")
+      assert.strictEqual(
+        (yield* queued(api, late.body.operation_id)).starting_soon.position,
+        1
+      )
+
+      yield* TestClock.adjust("119 seconds")
+      yield* realSleep(150)
+      assert.strictEqual((yield* api("GET", `/v1/operations/${late.body.operation_id}`)).body.status, "pending")
+      yield* TestClock.adjust("2 seconds")
+      const expired = yield* settled(api, late.body.operation_id)
+      assert.strictEqual(expired.status, "failed")
+      assert.strictEqual(expired.error_code, "no_capacity")
+      assert.strictEqual(expired.starting_soon, null)
+      // The machine was created without booting: stopped, with its disk, and it starts once there is room.
+      assert.strictEqual((yield* api("GET", `/v1/machines/${late.body.machine_id}`)).body.state, "stopped")
+      yield* change(api, "POST", `/v1/machines/${first}/stop`, {})
+      const started = yield* change(api, "POST", `/v1/machines/${late.body.machine_id}/start`, {})
+      assert.strictEqual(started.status, "succeeded")
+    }))
+
+  it.scoped("a machine that already runs takes no new slot: restart on a full host goes ahead", () =>
+    Effect.gen(function*() {
+      const api = yield* setup(1)
+      const id = yield* runningMachine(api, "only")
+      const restarted = yield* change(api, "POST", `/v1/machines/${id}/restart`, {})
+      assert.strictEqual(restarted.status, "succeeded")
+    }))
+})
