@@ -8,7 +8,11 @@
  * Access: a public port needs nothing; a private one an API key of the machine's organization (any
  * preset: they all have R), a session of a member, or a port token for that machine and port.
  * Anything else, an unknown machine or a port that is not exposed is the same 404, so the proxy
- * does not tell which machines exist. svc's own credentials are taken off the request before it
+ * does not tell which machines exist. A token given in the query of a GET is moved into a cookie
+ * scoped to the port's path and the browser is sent to the same URL without it, so the token leaves
+ * the address bar and history, and the app's relative links keep working. A session opens a port
+ * only for same-site requests when the request changes something or upgrades (a cross-site page
+ * must not act as the member through their cookie). svc's own credentials are taken off the request before it
  * reaches the machine: the program there must not see a member's key or session.
  */
 import * as Cookies from "@effect/platform/Cookies"
@@ -19,6 +23,7 @@ import type * as NodeStream from "node:stream"
 import { InternalError, ResourceNotFound } from "../api/Errors.js"
 import { GuestActionFailed } from "../api/MachineErrors.js"
 import { type ProblemBody, problemContentType, specOf, toBody } from "../api/Problem.js"
+import { AppConfig } from "../config/AppConfig.js"
 import { findPort, parsePorts } from "../domain/Ports.js"
 import { MachineDriver } from "../drivers/MachineDriver.js"
 import { MachinesRepo } from "../persistence/MachinesRepo.js"
@@ -29,6 +34,8 @@ import { CSRF_COOKIE, SESSION_COOKIE, Sessions } from "../services/Sessions.js"
 
 export const PORT_TOKEN_HEADER = "x-svc-port-token"
 export const PORT_TOKEN_PARAM = "svc_port_token"
+/** The cookie a query token is moved into; its path is the port's, so each port has its own. */
+export const PORT_TOKEN_COOKIE = "svc_port_token"
 
 const proxyPath =
   /^\/v1\/machines\/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\/ports\/(\d{1,5})\/http(\/[^?]*)?(\?.*)?$/i
@@ -74,9 +81,17 @@ const notFound = problemOf(new ResourceNotFound({ detail: "Not found" }))
 
 type Decision =
   | { readonly _tag: "problem"; readonly body: ProblemBody }
+  | { readonly _tag: "redirect"; readonly location: string; readonly cookie: string }
   | { readonly _tag: "forward"; readonly stream: NodeStream.Duplex; readonly path: string; readonly headers: Headers }
 
+/** How a request was let through to a private port. */
+type Grant = "key" | "session" | "token" | "query_token" | "none"
+
+const safeMethods = new Set(["GET", "HEAD", "OPTIONS"])
+
 export const makePortProxy = Effect.gen(function*() {
+  const config = yield* AppConfig
+  const ownOrigin = new URL(config.baseUrl).origin
   const machines = yield* MachinesRepo
   const apiKeys = yield* ApiKeys
   const sessions = yield* Sessions
@@ -86,25 +101,40 @@ export const makePortProxy = Effect.gen(function*() {
   // Captured once: the handlers below run outside any fiber, from Node's server events.
   const run = Runtime.runPromise(yield* Effect.runtime<never>())
 
-  /** Whether the request carries a credential that opens the private port. */
-  const allowed = (request: NodeHttp.IncomingMessage, target: Target, organizationId: string) =>
+  /** Which credential of the request opens the private port, if any. */
+  const grantOf = (request: NodeHttp.IncomingMessage, target: Target, organizationId: string) =>
     Effect.gen(function*() {
       const bearer = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? "")
       if (bearer !== null) {
         const key = yield* Effect.option(apiKeys.authenticate(bearer[1]!))
-        if (Option.isSome(key) && key.value.organization_id === organizationId) return true
+        if (Option.isSome(key) && key.value.organization_id === organizationId) return "key" as Grant
       }
-      const session = Cookies.parseHeader(request.headers.cookie ?? "")[SESSION_COOKIE]
+      const cookies = Cookies.parseHeader(request.headers.cookie ?? "")
+      const session = cookies[SESSION_COOKIE]
       if (session !== undefined) {
         const found = yield* sessions.find(session)
         if (Option.isSome(found) && Option.isSome(yield* accounts.membership(organizationId, found.value.user_id))) {
-          return true
+          return "session" as Grant
         }
       }
+      const opens = (token: string | null | undefined) =>
+        token === null || token === undefined
+          ? Effect.succeed(false)
+          : portTokens.opens(token, target.machineId, target.port)
       const header = request.headers[PORT_TOKEN_HEADER]
-      const token = typeof header === "string" ? header : target.query.get(PORT_TOKEN_PARAM)
-      return token !== null && (yield* portTokens.opens(token, target.machineId, target.port))
+      if (yield* opens(typeof header === "string" ? header : undefined)) return "token" as Grant
+      if (yield* opens(target.query.get(PORT_TOKEN_PARAM))) return "query_token" as Grant
+      if (yield* opens(cookies[PORT_TOKEN_COOKIE])) return "token" as Grant
+      return "none" as Grant
     })
+
+  /** A request another site's page made (Fetch Metadata, else the Origin header). */
+  const crossSite = (request: NodeHttp.IncomingMessage) => {
+    const site = request.headers["sec-fetch-site"]
+    if (site !== undefined) return site === "cross-site"
+    const origin = request.headers.origin
+    return origin !== undefined && origin !== ownOrigin
+  }
 
   /** The request's headers for the machine: one hop's and svc's own credentials taken off. */
   const forwardedHeaders = (request: NodeHttp.IncomingMessage, keepUpgrade: boolean): Headers => {
@@ -115,7 +145,7 @@ export const makePortProxy = Effect.gen(function*() {
     }
     if (/^Bearer\s/i.test(request.headers.authorization ?? "")) delete headers.authorization
     const cookies = Object.entries(Cookies.parseHeader(request.headers.cookie ?? ""))
-      .filter(([name]) => name !== SESSION_COOKIE && name !== CSRF_COOKIE)
+      .filter(([name]) => name !== SESSION_COOKIE && name !== CSRF_COOKIE && name !== PORT_TOKEN_COOKIE)
     if (cookies.length > 0) headers.cookie = cookies.map(([name, value]) => `${name}=${value}`).join("; ")
     else delete headers.cookie
     headers["x-forwarded-prefix"] = request.url!.slice(0, request.url!.indexOf("/http") + "/http".length)
@@ -129,8 +159,25 @@ export const makePortProxy = Effect.gen(function*() {
       if (Option.isNone(machine) || machine.value.state === "deleted") return problem(notFound)
       const exposed = findPort(parsePorts(machine.value.ports), target.port)
       if (exposed === undefined) return problem(notFound)
-      if (!exposed.public && !(yield* allowed(request, target, machine.value.organization_id))) {
-        return problem(notFound)
+      const query = new URLSearchParams(target.query)
+      query.delete(PORT_TOKEN_PARAM)
+      const search = query.size > 0 ? `?${query}` : ""
+      if (!exposed.public) {
+        const grant = yield* grantOf(request, target, machine.value.organization_id)
+        const changes = upgrade || !safeMethods.has(request.method ?? "GET")
+        if (grant === "none" || (grant === "session" && changes && crossSite(request))) return problem(notFound)
+        if (grant === "query_token" && !upgrade && (request.method === "GET" || request.method === "HEAD")) {
+          const prefix = `/v1/machines/${target.machineId}/ports/${target.port}/http/`
+          const secure = config.baseUrl.startsWith("https:") ? "; Secure" : ""
+          const decision: Decision = {
+            _tag: "redirect",
+            location: `${prefix}${(target.path ?? "/").slice(1)}${search}`,
+            cookie: `${PORT_TOKEN_COOKIE}=${
+              target.query.get(PORT_TOKEN_PARAM)
+            }; Path=${prefix}; HttpOnly; SameSite=Lax${secure}`
+          }
+          return decision
+        }
       }
       const stream = yield* Effect.either(driver.connectPort(target.machineId, target.port))
       if (stream._tag === "Left") {
@@ -139,9 +186,6 @@ export const makePortProxy = Effect.gen(function*() {
           : "Nothing in the machine listens on this port"
         return problem(problemOf(new GuestActionFailed({ detail })))
       }
-      const query = new URLSearchParams(target.query)
-      query.delete(PORT_TOKEN_PARAM)
-      const search = query.size > 0 ? `?${query}` : ""
       const decision: Decision = {
         _tag: "forward",
         stream: stream.right,
@@ -186,6 +230,10 @@ export const makePortProxy = Effect.gen(function*() {
       }
       run(decide(request, target, false)).then((decision) => {
         if (decision._tag === "problem") return sendProblem(response, decision.body)
+        if (decision._tag === "redirect") {
+          response.writeHead(303, { location: decision.location, "set-cookie": decision.cookie })
+          return void response.end()
+        }
         const upstream = httpRequest({
           method: request.method,
           path: decision.path,
@@ -213,7 +261,9 @@ export const makePortProxy = Effect.gen(function*() {
     upgrade: (request: NodeHttp.IncomingMessage, socket: NodeStream.Duplex, head: Buffer, target: Target) => {
       socket.on("error", () => socket.destroy())
       run(decide(request, target, true)).then((decision) => {
-        if (decision._tag === "problem") return rawProblem(socket, decision.body)
+        if (decision._tag !== "forward") {
+          return rawProblem(socket, decision._tag === "problem" ? decision.body : notFound)
+        }
         const upstream = decision.stream
         let answered = false
         const lines = [`${request.method} ${decision.path} HTTP/1.1`]

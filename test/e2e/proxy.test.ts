@@ -154,14 +154,40 @@ describe("port proxy", () => {
       const bySession = yield* browser.http("GET", `${base}/`, { headers: { cookie: "theme=dark" } })
       assert.strictEqual(bySession.status, 201)
       assert.notInclude(bySession.body.headers.cookie ?? "", "svc_session")
+      // A session changes things only from svc's own site: another site's page cannot ride the cookie.
+      const crossSite = yield* browser.http("POST", `${base}/items`, {
+        body: "x",
+        headers: { origin: "https://evil.example", "x-svc-csrf": "irrelevant" }
+      })
+      assert.strictEqual(crossSite.status, 404)
+      const fetchMetadata = yield* browser.http("DELETE", `${base}/items`, {
+        headers: { "sec-fetch-site": "cross-site" }
+      })
+      assert.strictEqual(fetchMetadata.status, 404)
+      const sameSite = yield* browser.http("POST", `${base}/items`, { body: "x", headers: { origin: server.url } })
+      assert.strictEqual(sameSite.status, 201)
+      const crossSiteRead = yield* browser.http("GET", `${base}/`, { headers: { "sec-fetch-site": "cross-site" } })
+      assert.strictEqual(crossSiteRead.status, 201, "a link from elsewhere still opens the page")
 
       const made = yield* api("POST", `/v1/machines/${id}/ports/${port}/tokens`, { json: { expires_in_seconds: 60 } })
       const byHeader = yield* anyone("GET", `${base}/`, { headers: { "x-svc-port-token": made.body.token } })
       assert.strictEqual(byHeader.status, 201)
       assert.isUndefined(byHeader.body.headers["x-svc-port-token"])
+      // A query token is moved into a cookie of the port's path, off the address bar.
       const byQuery = yield* anyone("GET", `${base}/page?svc_port_token=${made.body.token}&a=b`)
-      assert.strictEqual(byQuery.status, 201)
-      assert.strictEqual(byQuery.body.url, "/page?a=b")
+      assert.strictEqual(byQuery.status, 303)
+      assert.strictEqual(byQuery.headers.get("location"), `${base}/page?a=b`)
+      const cookie = byQuery.headers.get("set-cookie") ?? ""
+      assert.strictEqual(cookie, `svc_port_token=${made.body.token}; Path=${base}/; HttpOnly; SameSite=Lax`)
+      const byCookie = yield* anyone("GET", `${base}/page?a=b`, {
+        headers: { cookie: `svc_port_token=${made.body.token}; theme=dark` }
+      })
+      assert.strictEqual(byCookie.status, 201)
+      assert.strictEqual(byCookie.body.url, "/page?a=b")
+      assert.strictEqual(byCookie.body.headers.cookie, "theme=dark", "the token cookie does not reach the machine")
+      const postByQuery = yield* anyone("POST", `${base}/form?svc_port_token=${made.body.token}`, { body: "x" })
+      assert.strictEqual(postByQuery.status, 201)
+      assert.strictEqual(postByQuery.body.url, "/form")
       const otherPort = yield* api("POST", `/v1/machines/${id}/ports`, { json: { port: port + 1 } })
       assert.strictEqual(otherPort.status, 202)
       yield* eventually(
