@@ -21,6 +21,7 @@ import { PortTokensRepo } from "./persistence/PortTokensRepo.js"
 import { SessionsRepo } from "./persistence/SessionsRepo.js"
 import { UsersRepo } from "./persistence/UsersRepo.js"
 import * as HostCapacity from "./runtime/HostCapacity.js"
+import * as Housekeeping from "./runtime/Housekeeping.js"
 import * as MachineSupervisor from "./runtime/MachineSupervisor.js"
 import * as StopTimers from "./runtime/StopTimers.js"
 import { Accounts } from "./services/Accounts.js"
@@ -58,7 +59,7 @@ export const IdentityLive = EmailSignIn.layer.pipe(
  * data dir.
  */
 export const machinesLive = <E, R>(driver: Layer.Layer<MachineDriver, E, R>) =>
-  StopTimers.layer.pipe(
+  Layer.merge(StopTimers.layer, Housekeeping.layer).pipe(
     Layer.provideMerge(Layer.merge(Environments.layer, PortTokens.layer)),
     Layer.provideMerge(Machines.layer),
     Layer.provideMerge(Layer.merge(MachineSupervisor.layer, Limits.layer)),
