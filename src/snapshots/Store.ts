@@ -1,0 +1,307 @@
+/**
+ * The snapshot store: content-addressed chunks and one manifest per snapshot, under
+ * `<data dir>/snapshots` (docs/snapshots.md):
+ *
+ *     chunks/warm/<aa>/<sha256>     a chunk's bytes as they are
+ *     chunks/cold/<aa>/<sha256>     a chunk's bytes, gzip-compressed (same hash: of the raw bytes)
+ *     manifests/<snapshot id>.json  written last, durably: a snapshot exists once this file does
+ *     tmp/                          temporary files, emptied at start and by every collection
+ *
+ * Files are cut into fixed-size chunks (1 MiB), each file on its own, so a change inside a file
+ * stores only the chunks it touched and identical files or regions are stored once. A file whose
+ * size, modification time, inode and change time are those recorded in the parent manifest is not
+ * read at all: its chunks are reused. Chunks are never modified, only added (temporary file, then
+ * rename) and removed by garbage collection, which keeps exactly the chunks some manifest names.
+ * One svc process owns a store (the lock is in memory).
+ */
+import * as NodeCrypto from "node:crypto"
+import * as NodeFs from "node:fs/promises"
+import * as NodePath from "node:path"
+import { promisify } from "node:util"
+import * as NodeZlib from "node:zlib"
+import { syncFileSystem, writeDurable } from "./Durable.js"
+import { SharedLock } from "./Lock.js"
+import { type Manifest, type ManifestEntry, type Summary, summaryOf, type Tier } from "./Manifest.js"
+import { finishMetadata, inPool, makeSkeleton, walk } from "./Tree.js"
+
+const gzip = promisify(NodeZlib.gzip)
+const gunzip = promisify(NodeZlib.gunzip)
+
+export const defaultChunkSize = 1024 * 1024
+/** Files read or written at once: enough to keep the disk busy with small files. */
+const parallelFiles = 6
+
+export type Progress = (doneBytes: number, totalBytes: number) => void
+
+export class NoManifest extends Error {
+  constructor(readonly snapshotId: string) {
+    super(`snapshot ${snapshotId} has no manifest in the store`)
+  }
+}
+
+export class CorruptChunk extends Error {
+  constructor(readonly hash: string) {
+    super(`chunk ${hash} does not hold the bytes it is named after`)
+  }
+}
+
+const sha256 = (data: Uint8Array) => NodeCrypto.createHash("sha256").update(data).digest("hex")
+
+const exists = (path: string) => NodeFs.access(path).then(() => true, () => false)
+
+export interface PushRequest {
+  readonly snapshotId: string
+  readonly machineId: string
+  /** The machine's disk folder (the machine must not be writing to it). */
+  readonly disk: string
+  readonly tier: Tier
+  /** The snapshot to take this one against (its unchanged files are not read again). */
+  readonly parentId?: string | undefined
+  readonly onProgress?: Progress | undefined
+  readonly now: number
+}
+
+export class SnapshotStore {
+  readonly chunks: string
+  readonly manifests: string
+  readonly tmp: string
+  private readonly lock = new SharedLock()
+  private sequence = 0
+
+  constructor(readonly root: string, readonly chunkSize = defaultChunkSize) {
+    this.chunks = NodePath.join(root, "chunks")
+    this.manifests = NodePath.join(root, "manifests")
+    this.tmp = NodePath.join(root, "tmp")
+  }
+
+  /** Creates the folders and empties `tmp` (what a crash left there is garbage). */
+  async open() {
+    await NodeFs.rm(this.tmp, { recursive: true, force: true })
+    for (
+      const folder of [this.manifests, this.tmp, NodePath.join(this.chunks, "warm"), NodePath.join(this.chunks, "cold")]
+    ) {
+      await NodeFs.mkdir(folder, { recursive: true })
+    }
+    return this
+  }
+
+  private manifestPath(snapshotId: string) {
+    if (!/^[0-9a-zA-Z-]+$/.test(snapshotId)) throw new Error(`invalid snapshot id ${snapshotId}`)
+    return NodePath.join(this.manifests, `${snapshotId}.json`)
+  }
+
+  chunkPath(tier: Tier, hash: string) {
+    return NodePath.join(this.chunks, tier, hash.slice(0, 2), hash)
+  }
+
+  private temporary() {
+    return NodePath.join(this.tmp, `${process.pid}-${Date.now()}-${this.sequence++}`)
+  }
+
+  /** The manifest of a snapshot and its text's digest, or undefined when it has none (yet). */
+  async read(snapshotId: string): Promise<{ manifest: Manifest; summary: Summary } | undefined> {
+    let text: string
+    try {
+      text = await NodeFs.readFile(this.manifestPath(snapshotId), "utf8")
+    } catch (error: any) {
+      if (error?.code === "ENOENT") return undefined
+      throw error
+    }
+    const manifest = JSON.parse(text) as Manifest
+    return { manifest, summary: summaryOf(manifest, text) }
+  }
+
+  /**
+   * Stores the disk as snapshot `snapshotId`. Safe to repeat: a snapshot whose manifest exists is
+   * answered as it is. The manifest is written only once every chunk it names is durable.
+   */
+  push(request: PushRequest): Promise<Summary> {
+    return this.lock.shared(async () => {
+      const done = await this.read(request.snapshotId)
+      if (done !== undefined) return done.summary
+      const diskSynced = await syncFileSystem(request.disk)
+      const parent = request.parentId === undefined ? undefined : await this.read(request.parentId)
+      const reusable = new Map<string, ManifestEntry>()
+      if (parent !== undefined && parent.manifest.tier === request.tier) {
+        for (const entry of parent.manifest.entries) if (entry.type === "file") reusable.set(entry.path, entry)
+      }
+      const walked = await walk(request.disk)
+      const total = walked.reduce((sum, entry) => sum + entry.size, 0)
+      const entries: Array<ManifestEntry> = walked.map(({ identity, ...entry }) =>
+        entry.type === "file" ? { ...entry, identity } : entry
+      )
+      const written = new Set<string>()
+      let uploaded = 0
+      let doneBytes = 0
+      const store = async (data: Uint8Array) => {
+        const hash = sha256(data)
+        if (written.has(hash)) return hash
+        written.add(hash)
+        const path = this.chunkPath(request.tier, hash)
+        if (await exists(path)) return hash
+        const bytes = request.tier === "cold" ? await gzip(data) : data
+        const temporary = this.temporary()
+        await NodeFs.writeFile(temporary, bytes)
+        await NodeFs.mkdir(NodePath.dirname(path), { recursive: true })
+        await NodeFs.rename(temporary, path)
+        uploaded += bytes.byteLength
+        return hash
+      }
+      const files = entries.map((entry, index) => [entry, index] as const).filter(([entry]) => entry.type === "file")
+      await inPool(files, parallelFiles, async ([entry, index]) => {
+        const before = reusable.get(entry.path)
+        if (
+          before !== undefined && before.chunks !== undefined && before.size === entry.size &&
+          before.mtime === entry.mtime && before.identity?.ino === entry.identity?.ino &&
+          before.identity?.ctime === entry.identity?.ctime
+        ) {
+          entries[index] = { ...entry, chunks: before.chunks }
+        } else {
+          entries[index] = { ...entry, chunks: await this.chunkFile(NodePath.join(request.disk, entry.path), store) }
+        }
+        doneBytes += entry.size
+        request.onProgress?.(doneBytes, total)
+      })
+      // Every chunk durable before the manifest that names them.
+      if (!(await syncFileSystem(this.root))) throw new Error("could not sync the snapshot store's file system")
+      const manifest: Manifest = {
+        format: 1,
+        snapshot_id: request.snapshotId,
+        machine_id: request.machineId,
+        tier: request.tier,
+        chunk_size: this.chunkSize,
+        generation: parent === undefined ? 1 : parent.manifest.generation + 1,
+        parent_snapshot_id: parent === undefined ? null : request.parentId ?? null,
+        parent: parent?.summary.manifest ?? null,
+        created_at: request.now,
+        disk_synced: diskSynced,
+        size_bytes: total,
+        uploaded_bytes: uploaded,
+        entries
+      }
+      const text = JSON.stringify(manifest)
+      await writeDurable(this.tmp, this.manifestPath(request.snapshotId), text)
+      return summaryOf(manifest, text)
+    })
+  }
+
+  private async chunkFile(path: string, store: (data: Uint8Array) => Promise<string>) {
+    const handle = await NodeFs.open(path, "r")
+    try {
+      const hashes: Array<string> = []
+      const buffer = Buffer.allocUnsafe(this.chunkSize)
+      while (true) {
+        let filled = 0
+        while (filled < this.chunkSize) {
+          const { bytesRead } = await handle.read(buffer, filled, this.chunkSize - filled, null)
+          if (bytesRead === 0) break
+          filled += bytesRead
+        }
+        if (filled === 0) break
+        hashes.push(await store(buffer.subarray(0, filled)))
+        if (filled < this.chunkSize) break
+      }
+      return hashes
+    } finally {
+      await handle.close()
+    }
+  }
+
+  /** A chunk's bytes, checked against its name. */
+  private async readChunk(tier: Tier, hash: string) {
+    const stored = await NodeFs.readFile(this.chunkPath(tier, hash))
+    const data = tier === "cold" ? await gunzip(stored) : stored
+    if (sha256(data) !== hash) throw new CorruptChunk(hash)
+    return data
+  }
+
+  /**
+   * Writes snapshot `snapshotId`'s files into `target`, which must not exist: they go to a
+   * temporary folder beside it, made durable, then renamed, so `target` appears whole or not at all.
+   */
+  restore(snapshotId: string, target: string, onProgress?: Progress): Promise<void> {
+    return this.lock.shared(async () => {
+      const found = await this.read(snapshotId)
+      if (found === undefined) throw new NoManifest(snapshotId)
+      const { manifest } = found
+      const partial = `${target}.partial`
+      await NodeFs.rm(partial, { recursive: true, force: true })
+      await NodeFs.mkdir(NodePath.dirname(target), { recursive: true })
+      await makeSkeleton(partial, manifest.entries)
+      const files = manifest.entries.filter((entry) => entry.type === "file")
+      let doneBytes = 0
+      await inPool(files, parallelFiles, async (entry) => {
+        const handle = await NodeFs.open(NodePath.join(partial, entry.path), "w")
+        try {
+          for (const hash of entry.chunks ?? []) await handle.write(await this.readChunk(manifest.tier, hash))
+        } finally {
+          await handle.close()
+        }
+        doneBytes += entry.size
+        onProgress?.(doneBytes, manifest.size_bytes)
+      })
+      await finishMetadata(partial, manifest.entries)
+      if (!(await syncFileSystem(partial))) throw new Error("could not sync the restored disk")
+      await NodeFs.rename(partial, target)
+    })
+  }
+
+  /** Removes a snapshot's manifest; its chunks go at the next collection. */
+  async remove(snapshotId: string) {
+    await NodeFs.rm(this.manifestPath(snapshotId), { force: true })
+  }
+
+  /**
+   * Garbage collection: removes the manifests of snapshots that `live` (read under the lock, so no
+   * push runs meanwhile) does not name, then every chunk no remaining manifest names, and `tmp`.
+   */
+  collect(live: () => Promise<ReadonlySet<string>>) {
+    return this.lock.exclusive(async () => {
+      const keep = await live()
+      const referenced = { warm: new Set<string>(), cold: new Set<string>() }
+      let manifests = 0
+      for (const file of await NodeFs.readdir(this.manifests)) {
+        const id = file.replace(/\.json$/, "")
+        if (!keep.has(id)) {
+          await NodeFs.rm(NodePath.join(this.manifests, file), { force: true })
+          manifests++
+          continue
+        }
+        const manifest = JSON.parse(await NodeFs.readFile(NodePath.join(this.manifests, file), "utf8")) as Manifest
+        for (const entry of manifest.entries) for (const hash of entry.chunks ?? []) referenced[manifest.tier].add(hash)
+      }
+      let chunks = 0
+      let bytes = 0
+      for (const tier of ["warm", "cold"] as const) {
+        const folder = NodePath.join(this.chunks, tier)
+        for (const prefix of await NodeFs.readdir(folder)) {
+          for (const hash of await NodeFs.readdir(NodePath.join(folder, prefix))) {
+            if (referenced[tier].has(hash)) continue
+            const path = NodePath.join(folder, prefix, hash)
+            bytes += (await NodeFs.stat(path)).size
+            await NodeFs.rm(path, { force: true })
+            chunks++
+          }
+        }
+      }
+      await NodeFs.rm(this.tmp, { recursive: true, force: true })
+      await NodeFs.mkdir(this.tmp, { recursive: true })
+      return { manifests, chunks, bytes }
+    })
+  }
+
+  /** Bytes of every chunk and manifest file. */
+  async sizeOnDisk() {
+    let total = 0
+    const add = async (folder: string) => {
+      for (const entry of await NodeFs.readdir(folder, { withFileTypes: true })) {
+        const path = NodePath.join(folder, entry.name)
+        if (entry.isDirectory()) await add(path)
+        else total += (await NodeFs.stat(path)).size
+      }
+    }
+    await add(this.chunks)
+    await add(this.manifests)
+    return total
+  }
+}
