@@ -19,6 +19,7 @@ import { OperationsRepo } from "./persistence/OperationsRepo.js"
 import { OrganizationsRepo } from "./persistence/OrganizationsRepo.js"
 import { PortTokensRepo } from "./persistence/PortTokensRepo.js"
 import { SessionsRepo } from "./persistence/SessionsRepo.js"
+import { SnapshotsRepo } from "./persistence/SnapshotsRepo.js"
 import { UsersRepo } from "./persistence/UsersRepo.js"
 import * as HostCapacity from "./runtime/HostCapacity.js"
 import * as Housekeeping from "./runtime/Housekeeping.js"
@@ -34,6 +35,9 @@ import { PortTokens } from "./services/PortTokens.js"
 import { RateLimiter } from "./services/RateLimiter.js"
 import { SecretBox } from "./services/SecretBox.js"
 import { Sessions } from "./services/Sessions.js"
+import { Snapshots } from "./services/Snapshots.js"
+import { Store } from "./snapshots/SnapshotStoreLive.js"
+import { SnapshotWork } from "./snapshots/SnapshotWork.js"
 
 const ReposLive = Layer.mergeAll(
   UsersRepo.layer,
@@ -60,9 +64,11 @@ export const IdentityLive = EmailSignIn.layer.pipe(
  */
 export const machinesLive = <E, R>(driver: Layer.Layer<MachineDriver, E, R>) =>
   Layer.merge(StopTimers.layer, Housekeeping.layer).pipe(
-    Layer.provideMerge(Layer.merge(Environments.layer, PortTokens.layer)),
+    Layer.provideMerge(Layer.mergeAll(Environments.layer, PortTokens.layer, Snapshots.layer)),
     Layer.provideMerge(Machines.layer),
     Layer.provideMerge(Layer.merge(MachineSupervisor.layer, Limits.layer)),
+    Layer.provideMerge(SnapshotWork.layer),
+    Layer.provideMerge(Store.layer),
     Layer.provideMerge(Layer.mergeAll(driver, DomainEvents.layer, GroupCommit.layer, HostCapacity.layer)),
     Layer.provideMerge(
       Layer.mergeAll(
@@ -70,6 +76,7 @@ export const machinesLive = <E, R>(driver: Layer.Layer<MachineDriver, E, R>) =>
         OperationsRepo.layer,
         EnvironmentsRepo.layer,
         PortTokensRepo.layer,
+        SnapshotsRepo.layer,
         SecretBox.layer
       )
     ),

@@ -12,6 +12,7 @@ import { MachinesApi } from "./MachinesApi.js"
 import { MembersApi } from "./MembersApi.js"
 import { OperationsApi } from "./OperationsApi.js"
 import { wire } from "./Problem.js"
+import { SnapshotsApi } from "./SnapshotsApi.js"
 
 export class Api extends HttpApi.make("svc")
   .add(AuthApi)
@@ -21,6 +22,7 @@ export class Api extends HttpApi.make("svc")
   .add(OperationsApi)
   .add(LimitsApi)
   .add(EnvironmentsApi)
+  .add(SnapshotsApi)
   .addError(wire(InvalidRequest))
   .addError(wire(BodyTooLarge))
   .addError(wire(RateLimited))

@@ -7,6 +7,7 @@ import { ResourceNotFound } from "./Errors.js"
 import { IdempotencyConflict, LimitExceeded, machineConflicts, NameTaken, RuntimeUnavailable } from "./MachineErrors.js"
 import { Policy, policy } from "./Policy.js"
 import { wire } from "./Problem.js"
+import { NoSnapshot, SnapshotPending } from "./SnapshotErrors.js"
 
 export const MachineState = Schema.Literal(
   "creating",
@@ -89,6 +90,19 @@ export const CreateMachineRequest = RequestBody({
   start: Schema.optionalWith(Schema.Boolean, { default: () => true })
 })
 export type CreateMachineRequest = typeof CreateMachineRequest.Type
+
+/** A fork: a new machine whose disk is a copy of the source's (stopped or running). */
+export const ForkRequest = RequestBody({
+  name: MachineName,
+  start: Schema.optionalWith(Schema.Boolean, { default: () => true })
+})
+
+/** A restore: a new machine from a snapshot of the machine, its latest ready one when none is named. */
+export const RestoreRequest = RequestBody({
+  name: MachineName,
+  snapshot_id: Schema.optionalWith(Schema.NullOr(Uuid), { default: () => null }),
+  start: Schema.optionalWith(Schema.Boolean, { default: () => true })
+})
 
 export const PatchMachineRequest = RequestBody({
   name: Schema.optional(MachineName),
@@ -226,6 +240,21 @@ export class MachinesApi extends HttpApiGroup.make("machines")
       .addError(wire(NameTaken))
       .addError(wire(LimitExceeded))
       .addError(wire(RuntimeUnavailable))
+      .addError(wire(SnapshotPending))
+      .annotate(Policy, policy("C", "header"))
+  )
+  .add(
+    change("fork", "post", "/v1/machines/:id/fork").setPayload(ForkRequest).addError(wire(NameTaken)).annotate(
+      Policy,
+      policy("C", "header")
+    )
+  )
+  .add(
+    change("restore", "post", "/v1/machines/:id/restore")
+      .setPayload(RestoreRequest)
+      .addError(wire(NameTaken))
+      .addError(wire(NoSnapshot))
+      .addError(wire(SnapshotPending))
       .annotate(Policy, policy("C", "header"))
   )
   .add(

@@ -53,7 +53,18 @@ export interface AppConfigShape {
   readonly limits: Readonly<Record<Tier, TierLimits>>
   /** The host's capacity and start queue (src/runtime/HostCapacity.ts). */
   readonly capacity: HostCapacitySetting
+  /** Snapshot and template limits (docs/snapshots.md); the defaults when absent. */
+  readonly snapshots?: SnapshotSettings | undefined
 }
+
+export interface SnapshotSettings {
+  /** Snapshots one machine may hold (ready and pending, templates apart); more: `snapshot_limit_reached`. */
+  readonly perMachine: number
+  /** Templates one organization may hold; more: `template_limit_reached`. */
+  readonly templatesPerOrganization: number
+}
+
+export const defaultSnapshotSettings: SnapshotSettings = { perMachine: 50, templatesPerOrganization: 100 }
 
 export interface HostCapacitySetting {
   /** Machines this host runs at once, across every organization; more boots wait in the start queue. */
@@ -241,6 +252,16 @@ const load = Effect.gen(function*() {
       queueSeconds: yield* Config.integer("SVC_START_QUEUE_SECONDS").pipe(
         Config.validate({ message: "must be at least 1", validation: (n) => n >= 1 }),
         Config.withDefault(defaultHostCapacity().queueSeconds)
+      )
+    },
+    snapshots: {
+      perMachine: yield* Config.integer("SVC_SNAPSHOTS_PER_MACHINE").pipe(
+        Config.validate({ message: "must be at least 1", validation: (n) => n >= 1 }),
+        Config.withDefault(defaultSnapshotSettings.perMachine)
+      ),
+      templatesPerOrganization: yield* Config.integer("SVC_TEMPLATES_PER_ORGANIZATION").pipe(
+        Config.validate({ message: "must be at least 1", validation: (n) => n >= 1 }),
+        Config.withDefault(defaultSnapshotSettings.templatesPerOrganization)
       )
     }
   })

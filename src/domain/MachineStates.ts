@@ -29,6 +29,12 @@ export type OperationKind =
   | "apply_environment"
   | "expose_port"
   | "unexpose_port"
+  | "snapshot"
+  | "fork"
+  | "restore"
+
+/** The kinds that make a new machine (a fork and a restore run on the machine they make). */
+export const makesMachine = (kind: OperationKind) => kind === "create" || kind === "fork" || kind === "restore"
 
 export type MachineConflict = "machine_not_running" | "machine_not_created" | "machine_deleted" | "machine_not_stopped"
 
@@ -79,7 +85,12 @@ export const rules: Record<Exclude<OperationKind, "create">, Rule> = {
   apply_environment: { from: ["stopped", "running"], to: "same", otherwise: "machine_not_stopped" },
   // The list of exposed ports is a setting kept with the machine; the proxy reads it per request.
   expose_port: { from: ["stopped", "running"], to: "same", otherwise: "machine_not_stopped" },
-  unexpose_port: { from: ["stopped", "running"], to: "same", otherwise: "machine_not_stopped" }
+  unexpose_port: { from: ["stopped", "running"], to: "same", otherwise: "machine_not_stopped" },
+  // A snapshot (or a template) reads the disk of a stopped machine.
+  snapshot: { from: ["stopped"], to: "same", otherwise: "machine_not_stopped" },
+  // Fork and restore are checked against their source machine at accept time; they run on the new one.
+  fork: { from: ["stopped", "running"], to: "same", otherwise: "machine_not_stopped" },
+  restore: { from: ["stopped", "running", "deleted", "failed"], to: "same", otherwise: "machine_not_stopped" }
 }
 
 /** The conflict of running `kind` on a machine in `state`, if any. */

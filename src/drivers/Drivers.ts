@@ -45,6 +45,9 @@ const unavailable = (reason: string): MachineDriverShape => {
     exec: fail,
     // Nothing runs on such a host, so no port answers.
     connectPort: (id) => Effect.fail(new NotRunning({ machineId: id })),
+    diskPath: (id) => `/nonexistent/${id}`,
+    freeze: fail,
+    thaw: fail,
     cpuSeconds: fail
   }
 }

@@ -84,6 +84,17 @@ export interface MachineDriverShape {
    * once, where the driver can tell: a port of the host that no process of the machine serves).
    */
   readonly connectPort: (id: string, port: number) => Effect.Effect<NodeStream.Duplex, DriverError | NotRunning>
+  /**
+   * The folder holding the machine's disk on this host (`<data dir>/machines/<id>/disk`; it may not
+   * exist yet): snapshots read it, restores and forks fill it before `create`.
+   */
+  readonly diskPath: (id: string) => string
+  /**
+   * Pauses every process of a running machine so that its disk can be read consistently (a fork of
+   * a running machine); does nothing for a stopped one. `thaw` resumes them; both are safe to repeat.
+   */
+  readonly freeze: (id: string) => Effect.Effect<void, DriverError>
+  readonly thaw: (id: string) => Effect.Effect<void, DriverError>
   /** CPU seconds used by the machine's processes since it was created on this host (monotonic). */
   readonly cpuSeconds: (id: string) => Effect.Effect<number, DriverError>
 }

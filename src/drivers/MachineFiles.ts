@@ -11,6 +11,7 @@
 import { Effect } from "effect"
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
+import { killPid, procStat } from "./HostProcess.js"
 import { DriverError, type MachineDriverShape, type Observed } from "./MachineDriver.js"
 
 /** The writable folders of a machine's disk; the sandbox binds each at `/<folder>`. */
@@ -40,6 +41,29 @@ export const machinePaths = (dataDir: string, id: string): MachinePaths => {
 export const ensureDisk = (paths: MachinePaths) => {
   for (const folder of diskFolders) NodeFs.mkdirSync(NodePath.join(paths.disk, folder), { recursive: true })
 }
+
+/**
+ * `freeze` and `thaw` for every driver, over its list of the machine's processes: SIGSTOP until
+ * every one is stopped (a process forked meanwhile is caught by the next round), SIGCONT to resume.
+ */
+export const freezeWith = (processesOf: (id: string) => ReadonlyArray<number>): MachineDriverShape["freeze"] => (id) =>
+  Effect.gen(function*() {
+    for (let round = 0; round < 50; round++) {
+      const running = processesOf(id).filter((pid) => {
+        const state = procStat(pid)?.state
+        return state !== undefined && state !== "T" && state !== "t" && state !== "Z" && state !== "X"
+      })
+      if (running.length === 0) return
+      for (const pid of running) killPid(pid, "SIGSTOP")
+      yield* Effect.sleep("2 millis")
+    }
+    return yield* new DriverError({ message: `freeze: the processes of machine ${id} did not all stop` })
+  })
+
+export const thawWith = (processesOf: (id: string) => ReadonlyArray<number>): MachineDriverShape["thaw"] => (id) =>
+  attempt("thaw", () => {
+    for (const pid of processesOf(id)) killPid(pid, "SIGCONT")
+  })
 
 /** Writes a file atomically (temporary name, then rename), so a crash never leaves half of it. */
 export const writeAtomic = (path: string, text: string) => {

@@ -6,6 +6,7 @@ import { AppConfig } from "../config/AppConfig.js"
 import { MachinesRepo } from "../persistence/MachinesRepo.js"
 import { idempotencyKeyOf, Machines, type Requester } from "../services/Machines.js"
 import { PortTokens } from "../services/PortTokens.js"
+import { Snapshots } from "../services/Snapshots.js"
 import { currentOrganization, currentUser } from "./CallerContext.js"
 import { machineDto } from "./MachineDtos.js"
 
@@ -26,10 +27,19 @@ export const MachinesHandlers = HttpApiBuilder.group(Api, "machines", (handlers)
     const repo = yield* MachinesRepo
     const config = yield* AppConfig
     const portTokens = yield* PortTokens
+    const snapshots = yield* Snapshots
     const dto = machineDto(config.baseUrl)
     return handlers
       .handle("create", ({ headers, payload }) =>
-        Effect.flatMap(requester(headers), (who) => machines.create(who, payload)))
+        Effect.flatMap(requester(headers), (who) =>
+          payload.template === null
+            ? machines.create(who, payload)
+            : snapshots.createFromTemplate(who, { ...payload, template: payload.template })))
+      .handle("fork", ({ headers, path, payload }) =>
+        Effect.flatMap(requester(headers), (who) => snapshots.fork(who, path.id, payload)))
+      .handle("restore", ({ headers, path, payload }) =>
+        Effect.flatMap(requester(headers), (who) =>
+          snapshots.restore(who, path.id, payload)))
       .handle("list", ({ urlParams }) =>
         Effect.gen(function*() {
           const organization = yield* currentOrganization

@@ -18,6 +18,7 @@ import { MembersHandlers } from "./MembersHandlers.js"
 import { OperationsHandlers } from "./OperationsHandlers.js"
 import { makePortProxy, withPortProxy } from "./PortProxy.js"
 import { edge, ProblemsLive } from "./RequestEdge.js"
+import { SnapshotsHandlers } from "./SnapshotsHandlers.js"
 
 export const ApiLive = HttpApiBuilder.api(Api).pipe(
   Layer.provide([
@@ -27,7 +28,8 @@ export const ApiLive = HttpApiBuilder.api(Api).pipe(
     MachinesHandlers,
     OperationsHandlers,
     LimitsHandlers,
-    EnvironmentsHandlers
+    EnvironmentsHandlers,
+    SnapshotsHandlers
   ]),
   Layer.provide(AuthorizationLive)
 )

@@ -29,6 +29,8 @@ export interface MachineRow {
   readonly last_activity_at: number | null
   /** The exposed ports, a JSON array of {port, public} (src/domain/Ports.ts). */
   readonly ports: string
+  /** Automatic snapshots (docs/snapshots.md): how many to keep, or null when off. */
+  readonly auto_snapshot_keep?: number | null
 }
 
 export type MachinePatch = Partial<Omit<MachineRow, "id" | "organization_id" | "created_by" | "created_at">>

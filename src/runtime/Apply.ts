@@ -6,11 +6,12 @@
  */
 import { Clock, Effect, Option } from "effect"
 import type { ExecResult, FileRange } from "../api/OperationsApi.js"
-import { conflictOf, type MachineConflict } from "../domain/MachineStates.js"
+import { conflictOf, type MachineConflict, makesMachine } from "../domain/MachineStates.js"
 import { type ExposedPort, findPort, parsePorts, portsJson, withoutPort, withPort } from "../domain/Ports.js"
 import { type DriverError, MachineDriver, type MachineSpec, type NotRunning } from "../drivers/MachineDriver.js"
 import type { MachinePatch, MachineRow } from "../persistence/MachinesRepo.js"
 import type { OperationRow } from "../persistence/OperationsRepo.js"
+import { SnapshotWork } from "../snapshots/SnapshotWork.js"
 import { onceArgv } from "./ExactlyOnce.js"
 import { OutputCollector } from "./ExecOutput.js"
 
@@ -21,15 +22,23 @@ export type Outcome =
     readonly machine: MachinePatch
     readonly execResult?: ExecResult
     readonly fileRanges?: ReadonlyArray<FileRange>
+    readonly also?: Settles
   }
   | {
     readonly status: "failed"
     readonly errorCode: string
     readonly machine?: MachinePatch
     readonly execResult?: ExecResult
+    readonly also?: Settles
   }
   | { readonly status: "correlation_miss"; readonly machine?: MachinePatch }
   | { readonly status: "uncertain"; readonly reason: string }
+
+/**
+ * Rows other than the machine's that settle with the operation, in the same transaction (a
+ * snapshot's row becomes `ready` exactly when its push succeeds). Run by the actor, not here.
+ */
+export type Settles = Effect.Effect<void>
 
 /** What an exec-like step reports while it runs. */
 export interface ExecHooks {
@@ -40,6 +49,8 @@ export interface ExecHooks {
   readonly earlierOutput: OutputCollector
   /** The variables of the machine's environment version, for a boot. */
   readonly env: Readonly<Record<string, string>>
+  /** How far a snapshot push, fork or restore has come (persisted as `progress` events). */
+  readonly onProgress: (doneBytes: number, totalBytes: number) => Effect.Effect<void>
 }
 
 export const specOf = (machine: MachineRow, env: Readonly<Record<string, string>>): MachineSpec => ({
@@ -106,13 +117,13 @@ const runOnce = (
   })
 
 const needs = (operation: OperationRow, machine: MachineRow) =>
-  operation.kind === "create" ? undefined : conflictOf(operation.kind, machine.state)
+  makesMachine(operation.kind) ? undefined : conflictOf(operation.kind as "start", machine.state)
 
 export const apply = (
   operation: OperationRow,
   machine: MachineRow,
   hooks: ExecHooks
-): Effect.Effect<Outcome, never, MachineDriver> =>
+): Effect.Effect<Outcome, never, MachineDriver | SnapshotWork> =>
   Effect.gen(function*() {
     const driver = yield* MachineDriver
     const request = JSON.parse(operation.request) as Record<string, any>
@@ -128,7 +139,15 @@ export const apply = (
     })
 
     switch (operation.kind) {
+      case "fork":
+      case "restore":
       case "create": {
+        // A fork, a restore or a machine made from a template gets its disk from its source first.
+        if (operation.kind !== "create" || typeof request.template_snapshot_id === "string") {
+          const work = yield* SnapshotWork
+          const refused = yield* work.fill(operation, machine, hooks.onProgress)
+          if (Option.isSome(refused)) return failed(refused.value, { state: "failed" })
+        }
         yield* driver.create(spec)
         if (request.start !== true) {
           return outcome({ status: "succeeded", unchanged: false, machine: { state: "stopped" } })
@@ -280,6 +299,10 @@ printf '%s\\n' "$1" >> "$f" && chmod 600 "$f"`,
           unchanged: findPort(before, port) === undefined,
           machine: { ports: portsJson(withoutPort(before, port)) }
         })
+      }
+      case "snapshot": {
+        const work = yield* SnapshotWork
+        return yield* work.push(operation, machine, hooks.onProgress)
       }
       case "read_file": {
         const ranges: Array<FileRange> = []

@@ -16,6 +16,7 @@ import { isTerminal, type OperationRow, OperationsRepo, type OperationStatus } f
 import { variablesOf } from "../services/EnvironmentVariables.js"
 import { tierOf } from "../services/Limits.js"
 import { SecretBox } from "../services/SecretBox.js"
+import { SnapshotWork } from "../snapshots/SnapshotWork.js"
 import { apply, type Outcome, specOf, stoppedOnItsOwn } from "./Apply.js"
 import { retryDelay } from "./Backoff.js"
 import { OutputCollector } from "./ExecOutput.js"
@@ -42,7 +43,7 @@ export class MachineSupervisor extends Context.Tag("svc/runtime/MachineSuperviso
 >() {}
 
 /** The kinds that boot the machine, so need its environment's variables. */
-const boots: ReadonlySet<string> = new Set(["create", "start", "restart"])
+const boots: ReadonlySet<string> = new Set(["create", "start", "restart", "fork", "restore"])
 
 /** The bus event of a machine that settled in `state`, if it has one. */
 const machineEventOf = (state: MachineState | undefined) => {
@@ -69,6 +70,7 @@ const make = Effect.gen(function*() {
   const events = yield* DomainEvents
   const driver = yield* MachineDriver
   const capacity = yield* HostCapacity
+  const snapshotWork = yield* SnapshotWork
   const config = yield* AppConfig
   const actors = new Map<string, Actor>()
   const cancels = new Map<string, Deferred.Deferred<void>>()
@@ -91,7 +93,7 @@ const make = Effect.gen(function*() {
   const record = (
     published: Array<DomainEvent>,
     operation: OperationRow,
-    name: "status" | "output" | "end",
+    name: "status" | "output" | "progress" | "end",
     data: unknown
   ) =>
     Effect.gen(function*() {
@@ -131,6 +133,7 @@ const make = Effect.gen(function*() {
       Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
         const machinePatch = outcome.machine ?? {}
+        if (outcome.status !== "correlation_miss" && outcome.also !== undefined) yield* outcome.also
         yield* machines.update(operation.machine_id, { ...machinePatch, updated_at: now })
         const errorCode = outcome.status === "failed" ? outcome.errorCode : null
         const result = outcome.status === "succeeded" || outcome.status === "failed"
@@ -261,8 +264,12 @@ const make = Effect.gen(function*() {
           onOutput: (stream, chunk) =>
             persist((published) =>
               record(published, initial, "output", { stream, data_base64: Buffer.from(chunk).toString("base64") })
+            ),
+          onProgress: (doneBytes, totalBytes) =>
+            persist((published) =>
+              record(published, initial, "progress", { done_bytes: doneBytes, total_bytes: totalBytes })
             )
-        }).pipe(Effect.provideService(MachineDriver, driver))
+        }).pipe(Effect.provideService(MachineDriver, driver), Effect.provideService(SnapshotWork, snapshotWork))
         if (outcome.status !== "uncertain") return yield* settle(initial, attempts, outcome)
         yield* Effect.logWarning("operation uncertain; will re-apply").pipe(
           Effect.annotateLogs({ operation_id: initial.id, reason: outcome.reason, attempt: attempts })

@@ -4,13 +4,13 @@
  * expected (failed, cancelled, correlation miss), so a failed start does not leave later requests
  * believing the machine will run.
  */
-import { type MachineState, type OperationKind, projectedAfter } from "../domain/MachineStates.js"
+import { type MachineState, makesMachine, type OperationKind, projectedAfter } from "../domain/MachineStates.js"
 
 export const project = (
   state: MachineState,
   open: ReadonlyArray<{ readonly kind: OperationKind; readonly request: string }>
 ): MachineState =>
   open.reduce<MachineState>((current, operation) => {
-    if (operation.kind === "create") return JSON.parse(operation.request).start === false ? "stopped" : "running"
-    return projectedAfter(operation.kind, current)
+    if (makesMachine(operation.kind)) return JSON.parse(operation.request).start === false ? "stopped" : "running"
+    return projectedAfter(operation.kind as Exclude<OperationKind, "create">, current)
   }, state)

@@ -11,7 +11,7 @@ import { IdempotencyConflict, machineConflicts, NameTaken, RuntimeUnavailable } 
 import type { AcceptedChange, CreateMachineRequest } from "../api/MachinesApi.js"
 import { AppConfig } from "../config/AppConfig.js"
 import { uuidv7 } from "../domain/Ids.js"
-import { conflictOf, type OperationKind, projectedAfter } from "../domain/MachineStates.js"
+import { conflictOf, makesMachine, type OperationKind, projectedAfter } from "../domain/MachineStates.js"
 import { MachineDriver } from "../drivers/MachineDriver.js"
 import { DomainEvents } from "../events/DomainEvents.js"
 import { EnvironmentsRepo } from "../persistence/EnvironmentsRepo.js"
@@ -41,6 +41,28 @@ export const idempotencyKeyOf = (header: string | undefined) => {
   const trimmed = header.trim().replace(/^"(.*)"$/, "$1")
   return trimmed === "" ? undefined : trimmed
 }
+
+/**
+ * Where a new machine's disk comes from when it is not empty: a fork, a restore, or a template
+ * (src/services/Snapshots.ts). `resolve` runs inside the accept's transaction, after the
+ * idempotency check: it checks the source and answers what the operation's request carries.
+ */
+export interface Origin<E> {
+  readonly kind: "create" | "fork" | "restore"
+  /** What a repeated idempotency key is compared with: the route and its body. */
+  readonly fingerprint: string
+  readonly resolve: Effect.Effect<
+    { readonly source: { readonly kind: string; readonly id: string }; readonly request: Record<string, unknown> },
+    E
+  >
+}
+
+/** Runs inside a change's transaction, after its checks (a snapshot's row and its limits). */
+export type Within<E> = (accepted: {
+  readonly operationId: string
+  readonly machine: MachineRow
+  readonly now: number
+}) => Effect.Effect<void, E>
 
 const make = Effect.gen(function*() {
   const config = yield* AppConfig
@@ -133,7 +155,7 @@ const make = Effect.gen(function*() {
       fresh
         ? Effect.zipRight(
           supervisor.wake(answer.machine_id),
-          answer.requested_action === "create"
+          makesMachine(answer.requested_action as OperationKind)
             ? bus.publish({
               _tag: "MachineEvent",
               type: "machine.created",
@@ -145,8 +167,9 @@ const make = Effect.gen(function*() {
         : Effect.void).pipe(Effect.map(({ answer }) => answer))
 
   return {
-    create: (requester: Requester, body: CreateMachineRequest) => {
-      const fingerprint = sha256(`POST /v1/machines ${canonicalJson(body)}`)
+    create: <E = never>(requester: Requester, body: CreateMachineRequest, origin?: Origin<E>) => {
+      const fingerprint = origin?.fingerprint ?? sha256(`POST /v1/machines ${canonicalJson(body)}`)
+      const kind = origin?.kind ?? "create"
       return afterCommit(
         Effect.gen(function*() {
           const again = yield* replay(requester, fingerprint)
@@ -162,6 +185,7 @@ const make = Effect.gen(function*() {
             return yield* new ResourceNotFound({ detail: "Environment not found" })
           }
           if (body.start) yield* limits.checkBoot(requester.organizationId, requester.userId, null)
+          const resolved = origin === undefined ? undefined : yield* origin.resolve
           const now = yield* Clock.currentTimeMillis
           const machineId = uuidv7()
           const operationId = uuidv7()
@@ -182,8 +206,8 @@ const make = Effect.gen(function*() {
             setup_script: body.setup_script,
             boot_id: null,
             last_stop_reason: null,
-            source_kind: "empty",
-            source_id: null,
+            source_kind: resolved?.source.kind ?? "empty",
+            source_id: resolved?.source.id ?? null,
             created_at: now,
             updated_at: now,
             started_at: null,
@@ -196,22 +220,23 @@ const make = Effect.gen(function*() {
           yield* record(requester, fingerprint, {
             id: operationId,
             machineId,
-            kind: "create",
-            request: body,
+            kind,
+            request: resolved?.request ?? body,
             boots: body.start
           }, now)
-          return { answer: accepted(operationId, machineId, "create"), fresh: true }
+          return { answer: accepted(operationId, machineId, kind), fresh: true }
         }),
         requester.organizationId
       )
     },
 
     /** Accepts `kind` on the organization's machine `machineId`. */
-    change: (
+    change: <E = never>(
       requester: Requester,
       machineId: string,
       kind: Exclude<OperationKind, "create">,
-      request: Record<string, unknown>
+      request: Record<string, unknown>,
+      within?: Within<E>
     ) => {
       const fingerprint = sha256(`${kind} ${machineId} ${canonicalJson(request)}`)
       return afterCommit(
@@ -233,6 +258,7 @@ const make = Effect.gen(function*() {
           if (boots) yield* limits.checkBoot(requester.organizationId, requester.userId, machine)
           const now = yield* Clock.currentTimeMillis
           const operationId = uuidv7()
+          if (within !== undefined) yield* within({ operationId, machine, now })
           yield* record(requester, fingerprint, { id: operationId, machineId, kind, request, boots }, now)
           const projected = projectedAfter(kind, machine.projected_state)
           if (projected !== machine.projected_state) yield* machines.update(machineId, { projected_state: projected })

@@ -326,6 +326,42 @@ export const driverContract = (name: string, makeLayer: MakeDriverLayer) =>
           assert.isBelow(stopMs, 1_000)
         })))
 
+    test("the disk is a host folder; freeze pauses every process of the machine, thaw resumes them", () =>
+      withMachine(specOf(freshId()), (driver, { id }) =>
+        Effect.gen(function*() {
+          assert.strictEqual((yield* run(driver, id, sh("echo on-disk > probe.txt"))).exitCode, 0)
+          const disk = driver.diskPath(id)
+          assert.strictEqual(NodeFs.readFileSync(NodePath.join(disk, "root", "probe.txt"), "utf8"), "on-disk\n")
+          // A background writer appends a line every 10 ms.
+          const started = yield* run(
+            driver,
+            id,
+            sh("nohup sh -c 'while true; do echo x >> ticks; sleep 0.01; done' >/dev/null 2>&1 &")
+          )
+          assert.strictEqual(started.exitCode, 0)
+          const ticks = () => {
+            try {
+              return NodeFs.readFileSync(NodePath.join(disk, "root", "ticks"), "utf8").length
+            } catch {
+              return 0
+            }
+          }
+          while (ticks() === 0) yield* Effect.sleep("10 millis")
+          yield* driver.freeze(id)
+          yield* driver.freeze(id)
+          const frozen = ticks()
+          yield* Effect.sleep("300 millis")
+          assert.strictEqual(ticks(), frozen, "nothing was written while frozen")
+          yield* driver.thaw(id)
+          yield* driver.thaw(id)
+          const deadline = Date.now() + 5_000
+          while (ticks() === frozen && Date.now() < deadline) yield* Effect.sleep("10 millis")
+          assert.isAbove(ticks(), frozen, "writing again after thaw")
+          yield* driver.stop(id, { force: true })
+          yield* driver.freeze(id) // a stopped machine: nothing to pause
+          yield* driver.thaw(id)
+        })))
+
     test("stop of a stopped machine and destroy of a missing machine succeed", () =>
       Effect.gen(function*() {
         const driver = yield* MachineDriver

@@ -22,9 +22,11 @@ import {
   cpuTotal,
   destroyWith,
   ensureDisk,
+  freezeWith,
   machinePaths,
   observeWith,
   readJson,
+  thawWith,
   writeAtomic
 } from "../MachineFiles.js"
 import { connectLocal } from "../PortConnections.js"
@@ -119,6 +121,9 @@ export const make = (options: { readonly dataDir: string }): MachineDriverShape 
           ? Effect.fail(new NotRunning({ machineId: id }))
           : Effect.succeed(connectLocal(port))
       ),
+    diskPath: (id) => paths(id).disk,
+    freeze: freezeWith(processesOf),
+    thaw: thawWith(processesOf),
     cpuSeconds: (id) =>
       attempt("cpu", () => {
         const record = running(id)

@@ -38,9 +38,11 @@ import {
   cpuTotal,
   destroyWith,
   ensureDisk,
+  freezeWith,
   machinePaths,
   observeWith,
   readJson,
+  thawWith,
   writeAtomic
 } from "../MachineFiles.js"
 import { connectLocal, connectThroughNamespace, servedBy, sharesHostNetwork } from "../PortConnections.js"
@@ -326,6 +328,16 @@ export const make = (
         }
         return Effect.succeed(connectLocal(port))
       }),
+    diskPath: (id) => paths(id).disk,
+    // Everything but the sandbox's pid 1 (bubblewrap's init, which writes nothing).
+    freeze: freezeWith((id) => {
+      const record = running(id)
+      return record === undefined ? [] : processesOf(record).filter((pid) => pid !== record.pid)
+    }),
+    thaw: thawWith((id) => {
+      const record = running(id)
+      return record === undefined ? [] : processesOf(record)
+    }),
     cpuSeconds: (id) =>
       attempt("cpu", () => {
         const record = running(id)

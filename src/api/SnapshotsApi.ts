@@ -1,0 +1,214 @@
+/**
+ * Snapshots and templates (api.md "Snapshots and templates"): push, list, latest, get, delete,
+ * bulk delete and delete by source; templates by name or id. Fork and restore are machine routes
+ * (MachinesApi). docs/snapshots.md says what the store behind them does.
+ */
+import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
+import { Schema } from "effect"
+import { Authorization } from "./Authorization.js"
+import { NullableTimestamp, RequestBody, Timestamp, Uuid } from "./Dto.js"
+import { ResourceNotFound } from "./Errors.js"
+import { IdempotencyConflict, LimitExceeded, machineConflicts, RuntimeUnavailable } from "./MachineErrors.js"
+import { IdempotencyHeaders } from "./MachinesApi.js"
+import { Policy, policy } from "./Policy.js"
+import { wire } from "./Problem.js"
+import {
+  NoSnapshot,
+  SnapshotLimitReached,
+  SnapshotPending,
+  TemplateLimitReached,
+  TemplateNameTaken
+} from "./SnapshotErrors.js"
+
+export { NoSnapshot, SnapshotLimitReached, SnapshotPending, TemplateLimitReached, TemplateNameTaken }
+
+export const SnapshotTier = Schema.Literal("warm", "cold")
+export const SnapshotSource = Schema.Literal("api", "automatic").annotations({ identifier: "SnapshotSource" })
+export const SnapshotStatus = Schema.Literal("pending", "ready", "failed")
+
+export const SnapshotDto = Schema.Struct({
+  id: Uuid,
+  machine_id: Uuid,
+  operation_id: Uuid,
+  name: Schema.NullOr(Schema.String),
+  status: SnapshotStatus,
+  tier: SnapshotTier,
+  source: Schema.NullOr(SnapshotSource),
+  size_bytes: Schema.Int,
+  uploaded_bytes: Schema.Int,
+  generation: Schema.Int,
+  disk_synced: Schema.Boolean,
+  manifest: Schema.NullOr(Schema.String),
+  parent_manifest: Schema.NullOr(Schema.String),
+  error_code: Schema.NullOr(Schema.String),
+  created_at: Timestamp,
+  completed_at: NullableTimestamp
+}).annotations({ identifier: "Snapshot" })
+export type SnapshotDto = typeof SnapshotDto.Type
+
+export const SnapshotAccepted = Schema.Struct({
+  machine_id: Uuid,
+  operation_id: Uuid,
+  operation_url: Schema.String,
+  snapshot_id: Uuid,
+  snapshot_url: Schema.String,
+  status: Schema.String
+}).annotations({ identifier: "SnapshotAccepted" })
+export type SnapshotAccepted = typeof SnapshotAccepted.Type
+
+export const ReadySnapshotDto = Schema.Struct({
+  id: Uuid,
+  created_at: Timestamp,
+  completed_at: NullableTimestamp,
+  size_bytes: Schema.Int,
+  source: Schema.NullOr(SnapshotSource),
+  tier: SnapshotTier
+}).annotations({ identifier: "ReadySnapshot" })
+
+export const SnapshotPage = Schema.Struct({
+  items: Schema.Array(SnapshotDto),
+  next_cursor: Schema.NullOr(Uuid)
+}).annotations({ identifier: "SnapshotPage" })
+
+export const DeleteResult = Schema.Literal("deleted", "not_found", "pending", "template")
+export type DeleteResult = typeof DeleteResult.Type
+
+export const SnapshotDeleteResults = Schema.Struct({
+  deleted: Schema.Int,
+  results: Schema.Array(Schema.Struct({ snapshot_id: Schema.String, result: DeleteResult }))
+}).annotations({ identifier: "SnapshotDeleteResults" })
+export type SnapshotDeleteResults = typeof SnapshotDeleteResults.Type
+
+export const TemplateName = Schema.String.pipe(
+  Schema.pattern(/^[a-z0-9][a-z0-9._-]{0,63}$/, {
+    message: () => "first a-z or 0-9, then up to 63 of a-z, 0-9, '.', '_' and '-'"
+  })
+)
+
+export const PushRequest = RequestBody({
+  tier: Schema.optionalWith(Schema.NullOr(SnapshotTier), { default: () => null })
+})
+
+export const BulkDeleteRequest = RequestBody({
+  snapshot_ids: Schema.Array(Uuid).pipe(Schema.minItems(1), Schema.maxItems(100))
+})
+
+export const TemplateRequest = RequestBody({ machine_id: Uuid, name: TemplateName })
+
+const PageParams = Schema.Struct({
+  limit: Schema.optionalWith(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 100)), {
+    default: () => 50
+  }),
+  cursor: Schema.optional(Uuid)
+})
+
+const MachinePath = Schema.Struct({ id: Uuid })
+const SnapshotPath = Schema.Struct({ snapshot_id: Uuid })
+const TemplatePath = Schema.Struct({ template: Schema.String })
+
+/** Changing routes: Owner, Admin, Operator (api.md). */
+const changers = ["owner", "admin", "operator"] as const
+
+export class SnapshotsApi extends HttpApiGroup.make("snapshots")
+  .add(
+    HttpApiEndpoint.post("push", "/v1/machines/:id/snapshots")
+      .setPath(MachinePath)
+      .setHeaders(IdempotencyHeaders)
+      .setPayload(PushRequest)
+      .addSuccess(SnapshotAccepted, { status: 202 })
+      .addError(wire(ResourceNotFound))
+      .addError(wire(IdempotencyConflict))
+      .addError(wire(SnapshotLimitReached))
+      .addError(wire(RuntimeUnavailable))
+      .addError(wire(machineConflicts.machine_not_stopped))
+      .addError(wire(machineConflicts.machine_deleted))
+      .addError(wire(machineConflicts.machine_not_created))
+      .addError(wire(machineConflicts.machine_not_running))
+      .addError(wire(LimitExceeded))
+      .annotate(Policy, policy("U", "header", changers))
+  )
+  .add(
+    HttpApiEndpoint.get("list", "/v1/machines/:id/snapshots")
+      .setPath(MachinePath)
+      .setUrlParams(PageParams)
+      .addSuccess(SnapshotPage)
+      .addError(wire(ResourceNotFound))
+      .annotate(Policy, policy("R", "header"))
+  )
+  .add(
+    HttpApiEndpoint.get("latest", "/v1/machines/:id/snapshots/latest")
+      .setPath(MachinePath)
+      .addSuccess(ReadySnapshotDto)
+      .addError(wire(ResourceNotFound))
+      .addError(wire(NoSnapshot))
+      .annotate(Policy, policy("R", "header"))
+  )
+  .add(
+    HttpApiEndpoint.del("deleteForMachine", "/v1/machines/:id/snapshots")
+      .setPath(MachinePath)
+      .setUrlParams(Schema.Struct({ source: Schema.optional(SnapshotSource) }))
+      .addSuccess(SnapshotDeleteResults)
+      .addError(wire(ResourceNotFound))
+      .annotate(Policy, policy("U", "header", changers))
+  )
+  .add(
+    HttpApiEndpoint.get("get", "/v1/snapshots/:snapshot_id")
+      .setPath(SnapshotPath)
+      .addSuccess(SnapshotDto)
+      .addError(wire(ResourceNotFound))
+      .annotate(Policy, policy("R", "header"))
+  )
+  .add(
+    HttpApiEndpoint.del("delete", "/v1/snapshots/:snapshot_id")
+      .setPath(SnapshotPath)
+      .addSuccess(Schema.Void, { status: 204 })
+      .addError(wire(ResourceNotFound))
+      .addError(wire(SnapshotPending))
+      .annotate(Policy, policy("U", "header", changers))
+  )
+  .add(
+    HttpApiEndpoint.post("bulkDelete", "/v1/snapshots/bulk-delete")
+      .setPayload(BulkDeleteRequest)
+      .addSuccess(SnapshotDeleteResults)
+      .annotate(Policy, policy("U", "header", changers))
+  )
+  .add(
+    HttpApiEndpoint.post("createTemplate", "/v1/templates")
+      .setHeaders(IdempotencyHeaders)
+      .setPayload(TemplateRequest)
+      .addSuccess(SnapshotAccepted, { status: 202 })
+      .addError(wire(ResourceNotFound))
+      .addError(wire(IdempotencyConflict))
+      .addError(wire(TemplateNameTaken))
+      .addError(wire(TemplateLimitReached))
+      .addError(wire(RuntimeUnavailable))
+      .addError(wire(machineConflicts.machine_not_stopped))
+      .addError(wire(machineConflicts.machine_deleted))
+      .addError(wire(machineConflicts.machine_not_created))
+      .addError(wire(machineConflicts.machine_not_running))
+      .addError(wire(LimitExceeded))
+      .annotate(Policy, policy("U", "header", changers))
+  )
+  .add(
+    HttpApiEndpoint.get("listTemplates", "/v1/templates")
+      .setUrlParams(PageParams)
+      .addSuccess(SnapshotPage)
+      .annotate(Policy, policy("R", "header"))
+  )
+  .add(
+    HttpApiEndpoint.get("getTemplate", "/v1/templates/:template")
+      .setPath(TemplatePath)
+      .addSuccess(SnapshotDto)
+      .addError(wire(ResourceNotFound))
+      .annotate(Policy, policy("R", "header"))
+  )
+  .add(
+    HttpApiEndpoint.del("deleteTemplate", "/v1/templates/:template")
+      .setPath(TemplatePath)
+      .addSuccess(Schema.Void, { status: 204 })
+      .addError(wire(ResourceNotFound))
+      .addError(wire(SnapshotPending))
+      .annotate(Policy, policy("U", "header", changers))
+  )
+  .middleware(Authorization)
+{}

@@ -1,0 +1,101 @@
+/** Snapshots and templates over HTTP: thin, the rules are in src/services/Snapshots.ts. */
+import { HttpApiBuilder } from "@effect/platform"
+import { Effect } from "effect"
+import { Api } from "../api/Api.js"
+import { iso, isoOrNull } from "../api/Dto.js"
+import type { SnapshotDto } from "../api/SnapshotsApi.js"
+import type { SnapshotRow } from "../persistence/SnapshotsRepo.js"
+import { idempotencyKeyOf, type Requester } from "../services/Machines.js"
+import { Snapshots } from "../services/Snapshots.js"
+import { currentOrganization, currentUser } from "./CallerContext.js"
+
+export const snapshotDto = (row: SnapshotRow): SnapshotDto => ({
+  id: row.id,
+  machine_id: row.machine_id,
+  operation_id: row.operation_id,
+  name: row.name,
+  status: row.status,
+  tier: row.tier,
+  source: row.source,
+  size_bytes: row.size_bytes,
+  uploaded_bytes: row.uploaded_bytes,
+  generation: row.generation,
+  disk_synced: row.disk_synced === 1,
+  manifest: row.manifest,
+  parent_manifest: row.parent_manifest,
+  error_code: row.error_code,
+  created_at: iso(row.created_at),
+  completed_at: isoOrNull(row.completed_at)
+})
+
+const requester = (headers: { readonly "idempotency-key"?: string | undefined }) =>
+  Effect.gen(function*() {
+    const organization = yield* currentOrganization
+    const user = yield* currentUser
+    return {
+      organizationId: organization.id,
+      userId: user.id,
+      idempotencyKey: idempotencyKeyOf(headers["idempotency-key"])
+    } satisfies Requester
+  })
+
+/** One page of rows fetched with limit + 1: the extra row says there is a next page. */
+const pageOf = (rows: ReadonlyArray<SnapshotRow>, limit: number) => {
+  const page = rows.slice(0, limit)
+  return { items: page.map(snapshotDto), next_cursor: rows.length > limit ? page[page.length - 1]!.id : null }
+}
+
+export const SnapshotsHandlers = HttpApiBuilder.group(Api, "snapshots", (handlers) =>
+  Effect.gen(function*() {
+    const snapshots = yield* Snapshots
+    const organizationId = Effect.map(currentOrganization, (organization) => organization.id)
+    return handlers
+      .handle("push", ({ headers, path, payload }) =>
+        Effect.flatMap(requester(headers), (who) =>
+          snapshots.push(who, path.id, payload.tier ?? "warm")))
+      .handle("list", ({ path, urlParams }) =>
+        Effect.flatMap(organizationId, (org) =>
+          Effect.map(
+            snapshots.page(org, path.id, { limit: urlParams.limit + 1, after: urlParams.cursor ?? null }),
+            (rows) =>
+              pageOf(rows, urlParams.limit)
+          )))
+      .handle("latest", ({ path }) =>
+        Effect.flatMap(organizationId, (org) =>
+          Effect.map(snapshots.latest(org, path.id), (row) => ({
+            id: row.id,
+            created_at: iso(row.created_at),
+            completed_at: isoOrNull(row.completed_at),
+            size_bytes: row.size_bytes,
+            source: row.source,
+            tier: row.tier
+          }))))
+      .handle("deleteForMachine", ({ path, urlParams }) =>
+        Effect.flatMap(organizationId, (org) =>
+          snapshots.deleteForMachine(org, path.id, urlParams.source ?? null)))
+      .handle("get", ({ path }) =>
+        Effect.flatMap(organizationId, (org) =>
+          Effect.map(snapshots.get(org, path.snapshot_id), snapshotDto)))
+      .handle("delete", ({ path }) =>
+        Effect.flatMap(organizationId, (org) =>
+          snapshots.delete(org, path.snapshot_id)))
+      .handle("bulkDelete", ({ payload }) =>
+        Effect.flatMap(organizationId, (org) =>
+          snapshots.bulkDelete(org, payload.snapshot_ids)))
+      .handle("createTemplate", ({ headers, payload }) =>
+        Effect.flatMap(requester(headers), (who) =>
+          snapshots.saveTemplate(who, payload.machine_id, payload.name)))
+      .handle("listTemplates", ({ urlParams }) =>
+        Effect.flatMap(organizationId, (org) =>
+          Effect.map(
+            snapshots.templatesPage(org, { limit: urlParams.limit + 1, after: urlParams.cursor ?? null }),
+            (rows) =>
+              pageOf(rows, urlParams.limit)
+          )))
+      .handle("getTemplate", ({ path }) =>
+        Effect.flatMap(organizationId, (org) =>
+          Effect.map(snapshots.getTemplate(org, path.template), snapshotDto)))
+      .handle("deleteTemplate", ({ path }) =>
+        Effect.flatMap(organizationId, (org) =>
+          snapshots.deleteTemplate(org, path.template)))
+  }))

@@ -1,0 +1,358 @@
+/**
+ * Snapshots and templates as the product shows them (api.md "Snapshots and templates"): accepting
+ * pushes, template saves, forks, restores and machines made from templates (each an operation,
+ * accepted through Machines in one transaction with its snapshot row), reading and deleting rows.
+ * The store behind them (src/snapshots) is collected after deletes and at start. A row whose
+ * operation ended without settling it (a cancel, a conflict at its turn) is settled from the
+ * operation when its `end` event passes, and at start.
+ */
+import { Clock, Context, Effect, Layer, Option, Queue, Runtime } from "effect"
+import { ResourceNotFound } from "../api/Errors.js"
+import { machineConflicts } from "../api/MachineErrors.js"
+import type { AcceptedChange, CreateMachineRequest } from "../api/MachinesApi.js"
+import {
+  NoSnapshot,
+  SnapshotLimitReached,
+  SnapshotPending,
+  TemplateLimitReached,
+  TemplateNameTaken
+} from "../api/SnapshotErrors.js"
+import type { DeleteResult, SnapshotAccepted, SnapshotDeleteResults } from "../api/SnapshotsApi.js"
+import { AppConfig, defaultSnapshotSettings } from "../config/AppConfig.js"
+import { uuidv7 } from "../domain/Ids.js"
+import { conflictOf } from "../domain/MachineStates.js"
+import { DomainEvents } from "../events/DomainEvents.js"
+import { type MachineRow, MachinesRepo } from "../persistence/MachinesRepo.js"
+import { isTerminal, OperationsRepo } from "../persistence/OperationsRepo.js"
+import { type SnapshotRow, SnapshotsRepo } from "../persistence/SnapshotsRepo.js"
+import { Store } from "../snapshots/SnapshotStoreLive.js"
+import { canonicalJson, Machines, type Requester } from "./Machines.js"
+import { sha256 } from "./Secrets.js"
+
+const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+/** The settings a fork or a restore copies from its source machine. */
+const settingsOf = (machine: MachineRow, name: string, start: boolean): CreateMachineRequest => ({
+  name,
+  size: machine.size,
+  image: machine.image,
+  environment_id: machine.environment_id,
+  internet_access: machine.internet_access === 1,
+  auto_stop_seconds: machine.auto_stop_seconds,
+  idle_sleep_seconds: machine.idle_sleep_seconds,
+  setup_script: null,
+  template: null,
+  start
+})
+
+const make = Effect.gen(function*() {
+  const config = yield* AppConfig
+  const limits = config.snapshots ?? defaultSnapshotSettings
+  const machines = yield* Machines
+  const machineRows = yield* MachinesRepo
+  const operations = yield* OperationsRepo
+  const snapshots = yield* SnapshotsRepo
+  const store = yield* Store
+  const bus = yield* DomainEvents
+  const runtime = yield* Effect.runtime<never>()
+
+  // Garbage collection runs in the background, one at a time; a request while one runs queues one more.
+  const collectRequests = yield* Queue.sliding<void>(1)
+  const collect = Effect.tryPromise(() => store.collect(() => Runtime.runPromise(runtime)(snapshots.allIds))).pipe(
+    Effect.tap((freed) =>
+      freed.chunks > 0 || freed.manifests > 0 ? Effect.logDebug("snapshot store collected", freed) : Effect.void
+    ),
+    Effect.catchAll((error) => Effect.logError("snapshot store collection failed", error))
+  )
+  yield* Queue.take(collectRequests).pipe(Effect.zipRight(collect), Effect.forever, Effect.forkScoped)
+  const requestCollection = Queue.offer(collectRequests, undefined).pipe(Effect.asVoid)
+
+  /** Settles a pending row from its terminal operation (ready only when its manifest is in the store). */
+  const settleFromOperation = (operationId: string) =>
+    Effect.gen(function*() {
+      const row = yield* snapshots.findByOperation(operationId)
+      if (Option.isNone(row) || row.value.status !== "pending") return
+      const operation = yield* operations.find(operationId)
+      if (Option.isSome(operation) && !isTerminal(operation.value.status)) return
+      const now = yield* Clock.currentTimeMillis
+      const stored = Option.isSome(operation) && operation.value.status === "succeeded"
+        ? yield* Effect.promise(() => store.read(row.value.id).catch(() => undefined))
+        : undefined
+      if (stored !== undefined) {
+        yield* snapshots.settle(row.value.id, {
+          status: "ready",
+          ...stored.summary,
+          disk_synced: stored.summary.disk_synced ? 1 : 0,
+          completed_at: now
+        })
+      } else {
+        const code = Option.isSome(operation) ? operation.value.error_code ?? "snapshot_failed" : "snapshot_failed"
+        yield* snapshots.settle(row.value.id, { status: "failed", error_code: code, completed_at: now })
+      }
+    })
+
+  // At start: rows whose operation ended while svc was down, then what a crash left in the store.
+  for (const row of yield* snapshots.pending) yield* settleFromOperation(row.operation_id)
+  yield* requestCollection
+  const events = yield* bus.subscribe
+  yield* Queue.take(events).pipe(
+    Effect.flatMap((event) =>
+      event._tag === "OperationEvent" && event.name === "end" ? settleFromOperation(event.operationId) : Effect.void
+    ),
+    Effect.forever,
+    Effect.forkScoped
+  )
+
+  const acceptedOf = (answer: AcceptedChange) =>
+    Effect.map(snapshots.findByOperation(answer.operation_id), (row): SnapshotAccepted => {
+      const snapshot = Option.getOrThrow(row)
+      return {
+        machine_id: answer.machine_id,
+        operation_id: answer.operation_id,
+        operation_url: answer.operation_url,
+        snapshot_id: snapshot.id,
+        snapshot_url: `${config.baseUrl}/v1/snapshots/${snapshot.id}`,
+        status: snapshot.status
+      }
+    })
+
+  const newRow = (
+    requester: Requester,
+    accepted: { operationId: string; machine: MachineRow; now: number },
+    fields: Pick<SnapshotRow, "name" | "tier" | "source">
+  ): SnapshotRow => ({
+    id: uuidv7(),
+    organization_id: requester.organizationId,
+    machine_id: accepted.machine.id,
+    operation_id: accepted.operationId,
+    status: "pending",
+    size_bytes: 0,
+    uploaded_bytes: 0,
+    generation: 0,
+    disk_synced: 0,
+    manifest: null,
+    parent_manifest: null,
+    error_code: null,
+    created_at: accepted.now,
+    completed_at: null,
+    ...fields
+  })
+
+  const findIn = (organizationId: string, id: string) =>
+    Effect.flatMap(snapshots.findIn(organizationId, id), (found) =>
+      Option.match(found, {
+        onNone: () => Effect.fail(new ResourceNotFound({ detail: "Snapshot not found" })),
+        onSome: Effect.succeed
+      }))
+
+  const machineIn = (organizationId: string, machineId: string) =>
+    Effect.flatMap(machineRows.findIn(organizationId, machineId), (found) =>
+      Option.match(found, {
+        onNone: () => Effect.fail(new ResourceNotFound({ detail: "Machine not found" })),
+        onSome: Effect.succeed
+      }))
+
+  /** A template of the organization by id or name. */
+  const templateIn = (organizationId: string, template: string) =>
+    Effect.gen(function*() {
+      const byId = uuidPattern.test(template)
+        ? yield* snapshots.findIn(organizationId, template.toLowerCase())
+        : Option.none<SnapshotRow>()
+      const found = Option.isSome(byId) ? byId : yield* snapshots.findTemplate(organizationId, template)
+      if (Option.isNone(found) || found.value.name === null) {
+        return yield* new ResourceNotFound({ detail: "Template not found" })
+      }
+      return found.value
+    })
+
+  /** Removes a settled row from the product at once; the store's data goes at the next collection. */
+  const removeRow = (row: SnapshotRow) =>
+    Effect.gen(function*() {
+      yield* snapshots.remove(row.id)
+      yield* Effect.promise(() => store.remove(row.id).catch(() => undefined))
+      yield* requestCollection
+    })
+
+  const deleteOne = (row: SnapshotRow) =>
+    row.status === "pending"
+      ? Effect.fail(new SnapshotPending({ detail: "The snapshot has not settled yet" }))
+      : removeRow(row)
+
+  const push = (requester: Requester, machineId: string, tier: "warm" | "cold", source: "api" | "automatic") =>
+    Effect.flatMap(
+      machines.change(requester, machineId, "snapshot", { tier, source }, (accepted) =>
+        Effect.gen(function*() {
+          if ((yield* snapshots.countForMachine(machineId)) >= limits.perMachine) {
+            return yield* new SnapshotLimitReached({
+              detail: `A machine holds at most ${limits.perMachine} snapshots; delete some first`
+            })
+          }
+          yield* snapshots.insert(newRow(requester, accepted, { name: null, tier, source }))
+        })),
+      acceptedOf
+    )
+
+  return {
+    push: (requester: Requester, machineId: string, tier: "warm" | "cold") => push(requester, machineId, tier, "api"),
+    pushAutomatic: (requester: Requester, machineId: string) => push(requester, machineId, "warm", "automatic"),
+
+    saveTemplate: (requester: Requester, machineId: string, name: string) =>
+      Effect.flatMap(
+        machines.change(requester, machineId, "snapshot", { tier: "warm", template: name }, (accepted) =>
+          Effect.gen(function*() {
+            const taken = yield* snapshots.findTemplate(requester.organizationId, name)
+            if (Option.isSome(taken) && taken.value.status !== "failed") {
+              return yield* new TemplateNameTaken({ detail: `A template is already named ${name}` })
+            }
+            if ((yield* snapshots.countTemplates(requester.organizationId)) >= limits.templatesPerOrganization) {
+              return yield* new TemplateLimitReached({
+                detail: `An organization holds at most ${limits.templatesPerOrganization} templates`
+              })
+            }
+            yield* snapshots.insert(newRow(requester, accepted, { name, tier: "warm", source: null }))
+          })),
+        acceptedOf
+      ),
+
+    fork: (requester: Requester, sourceId: string, body: { name: string; start: boolean }) =>
+      Effect.gen(function*() {
+        const source = yield* machineIn(requester.organizationId, sourceId)
+        const settings = settingsOf(source, body.name, body.start)
+        return yield* machines.create(requester, settings, {
+          kind: "fork",
+          fingerprint: sha256(`POST /v1/machines/${source.id}/fork ${canonicalJson(body)}`),
+          resolve: Effect.gen(function*() {
+            const now = yield* machineIn(requester.organizationId, source.id)
+            const conflict = conflictOf("fork", now.projected_state)
+            if (conflict !== undefined) {
+              return yield* new machineConflicts[conflict]({ detail: `The source machine is ${now.projected_state}` })
+            }
+            return { source: { kind: "fork", id: source.id }, request: { ...settings, source_machine_id: source.id } }
+          })
+        })
+      }),
+
+    restore: (
+      requester: Requester,
+      machineId: string,
+      body: { name: string; snapshot_id: string | null; start: boolean }
+    ) =>
+      Effect.gen(function*() {
+        const machine = yield* machineIn(requester.organizationId, machineId)
+        const settings = settingsOf(machine, body.name, body.start)
+        return yield* machines.create(requester, settings, {
+          kind: "restore",
+          fingerprint: sha256(`POST /v1/machines/${machine.id}/restore ${canonicalJson(body)}`),
+          resolve: Effect.gen(function*() {
+            const found = body.snapshot_id === null
+              ? yield* snapshots.latestReady(machine.id)
+              : yield* snapshots.findIn(requester.organizationId, body.snapshot_id.toLowerCase())
+            if (body.snapshot_id !== null && (Option.isNone(found) || found.value.machine_id !== machine.id)) {
+              return yield* new ResourceNotFound({ detail: "Snapshot not found for this machine" })
+            }
+            if (Option.isNone(found) || found.value.status === "failed") {
+              return yield* new NoSnapshot({ detail: "The machine has no ready snapshot to restore" })
+            }
+            if (found.value.status === "pending") {
+              return yield* new SnapshotPending({ detail: "The snapshot has not settled yet" })
+            }
+            return {
+              source: { kind: "snapshot", id: found.value.id },
+              request: { ...settings, snapshot_id: found.value.id }
+            }
+          })
+        })
+      }),
+
+    /** `POST /v1/machines` with `template`: a new machine whose disk is the template's. */
+    createFromTemplate: (requester: Requester, body: CreateMachineRequest & { readonly template: string }) =>
+      machines.create(requester, body, {
+        kind: "create",
+        fingerprint: sha256(`POST /v1/machines ${canonicalJson(body)}`),
+        resolve: Effect.gen(function*() {
+          const template = yield* templateIn(requester.organizationId, body.template)
+          if (template.status === "pending") {
+            return yield* new SnapshotPending({ detail: "The template has not settled yet" })
+          }
+          if (template.status === "failed") {
+            return yield* new ResourceNotFound({ detail: "The template failed to save" })
+          }
+          return {
+            source: { kind: "template", id: template.id },
+            request: { ...body, template_snapshot_id: template.id }
+          }
+        })
+      }),
+
+    get: findIn,
+    getTemplate: templateIn,
+
+    page: (organizationId: string, machineId: string, options: { limit: number; after: string | null }) =>
+      Effect.zipRight(
+        machineIn(organizationId, machineId),
+        snapshots.pageForMachine(machineId, { limit: options.limit, after: options.after })
+      ),
+    templatesPage: (organizationId: string, options: { limit: number; after: string | null }) =>
+      snapshots.templatesPage(organizationId, options),
+
+    latest: (organizationId: string, machineId: string) =>
+      Effect.gen(function*() {
+        yield* machineIn(organizationId, machineId)
+        const found = yield* snapshots.latestReady(machineId)
+        if (Option.isNone(found)) return yield* new NoSnapshot({ detail: "The machine has no ready snapshot" })
+        return found.value
+      }),
+
+    delete: (organizationId: string, id: string) => Effect.flatMap(findIn(organizationId, id), deleteOne),
+    deleteTemplate: (organizationId: string, template: string) =>
+      Effect.flatMap(templateIn(organizationId, template), deleteOne),
+
+    /** Deletes each id once, in the order given; templates and pending pushes are kept and reported. */
+    bulkDelete: (organizationId: string, ids: ReadonlyArray<string>) =>
+      Effect.gen(function*() {
+        const results: Array<{ snapshot_id: string; result: DeleteResult }> = []
+        for (const id of new Set(ids.map((id) => id.toLowerCase()))) {
+          const found = yield* snapshots.findIn(organizationId, id)
+          const result: DeleteResult = Option.isNone(found)
+            ? "not_found"
+            : found.value.name !== null
+            ? "template"
+            : found.value.status === "pending"
+            ? "pending"
+            : "deleted"
+          if (result === "deleted" && Option.isSome(found)) yield* removeRow(found.value)
+          results.push({ snapshot_id: id, result })
+        }
+        return {
+          deleted: results.filter((r) => r.result === "deleted").length,
+          results
+        } satisfies SnapshotDeleteResults
+      }),
+
+    /** Deletes a machine's snapshots (of one source, or all), oldest first, reporting what was kept. */
+    deleteForMachine: (organizationId: string, machineId: string, source: "api" | "automatic" | null) =>
+      Effect.gen(function*() {
+        yield* machineIn(organizationId, machineId)
+        const results: Array<{ snapshot_id: string; result: DeleteResult }> = []
+        for (const row of yield* snapshots.ofMachine(machineId, source)) {
+          const result: DeleteResult = row.name !== null ? "template" : row.status === "pending" ? "pending" : "deleted"
+          if (result === "deleted") yield* removeRow(row)
+          results.push({ snapshot_id: row.id, result })
+        }
+        return {
+          deleted: results.filter((r) => r.result === "deleted").length,
+          results
+        } satisfies SnapshotDeleteResults
+      }),
+
+    /** Collects the store now (tests and benchmarks wait for its size to drop instead). */
+    requestCollection
+  }
+})
+
+export class Snapshots extends Context.Tag("svc/services/Snapshots")<
+  Snapshots,
+  Effect.Effect.Success<typeof make>
+>() {
+  static readonly layer = Layer.scoped(Snapshots, make)
+}

@@ -1,0 +1,166 @@
+/**
+ * The snapshot side of carrying out operations, for the runtime (src/runtime/Apply.ts): pushing a
+ * stopped machine's disk into the store (`snapshot`), and filling a new machine's disk from its
+ * source before it is created (`fork`, `restore`, `create` from a template). Both are safe to
+ * repeat: a push whose manifest exists is answered from it, and a disk that exists was filled
+ * whole (it appears by one rename).
+ */
+import { Clock, Context, Effect, Layer, Option, Runtime } from "effect"
+import * as NodeFs from "node:fs"
+import * as NodePath from "node:path"
+import { DriverError, MachineDriver } from "../drivers/MachineDriver.js"
+import type { MachineRow } from "../persistence/MachinesRepo.js"
+import { MachinesRepo } from "../persistence/MachinesRepo.js"
+import type { OperationRow } from "../persistence/OperationsRepo.js"
+import { SnapshotsRepo } from "../persistence/SnapshotsRepo.js"
+import type { Outcome } from "../runtime/Apply.js"
+import { syncFileSystem } from "./Durable.js"
+import { Store } from "./SnapshotStoreLive.js"
+import { CorruptChunk, NoManifest } from "./Store.js"
+import { copyTree } from "./Tree.js"
+
+type ProgressHook = (doneBytes: number, totalBytes: number) => Effect.Effect<void>
+
+/** Progress from the store's callbacks, at most every 250 ms (each is a persisted event). */
+const throttled = (hook: ProgressHook) =>
+  Effect.map(Effect.runtime<never>(), (runtime) => {
+    let last = 0
+    return (doneBytes: number, totalBytes: number) => {
+      const now = Date.now()
+      if (doneBytes >= totalBytes || now - last < 250) return
+      last = now
+      Runtime.runFork(runtime)(hook(doneBytes, totalBytes))
+    }
+  })
+
+const make = Effect.gen(function*() {
+  const store = yield* Store
+  const snapshots = yield* SnapshotsRepo
+  const machines = yield* MachinesRepo
+  const driver = yield* MachineDriver
+
+  const hostError = (what: string) => (cause: unknown) =>
+    new DriverError({ message: `${what}: ${cause instanceof Error ? cause.message : String(cause)}`, cause })
+
+  /** Copies a (possibly running: then paused meanwhile) machine's disk to `target`, whole or not at all. */
+  const copyDisk = (sourceId: string, target: string, onProgress: ProgressHook) =>
+    Effect.gen(function*() {
+      const source = driver.diskPath(sourceId)
+      const running = (yield* driver.observe(sourceId)).running
+      const partial = `${target}.partial`
+      const report = yield* throttled(onProgress)
+      const copy = Effect.tryPromise({
+        try: async () => {
+          await syncFileSystem(source)
+          NodeFs.rmSync(partial, { recursive: true, force: true })
+          NodeFs.mkdirSync(NodePath.dirname(target), { recursive: true })
+          let done = 0
+          const entries = await copyTree(source, partial, (bytes) => report(done += bytes, Number.MAX_SAFE_INTEGER))
+          await syncFileSystem(partial)
+          NodeFs.renameSync(partial, target)
+          return entries.reduce((sum, entry) => sum + entry.size, 0)
+        },
+        catch: hostError("fork")
+      })
+      const total = running
+        ? yield* Effect.acquireUseRelease(
+          driver.freeze(sourceId),
+          () => copy,
+          () => Effect.ignore(driver.thaw(sourceId))
+        )
+        : yield* copy
+      yield* onProgress(total, total)
+    })
+
+  return {
+    push: (operation: OperationRow, machine: MachineRow, onProgress: ProgressHook) =>
+      Effect.gen(function*() {
+        const found = yield* snapshots.findByOperation(operation.id)
+        if (Option.isNone(found)) return { status: "failed", errorCode: "snapshot_not_found" } satisfies Outcome
+        const row = found.value
+        if (row.status !== "pending") return { status: "succeeded", unchanged: true, machine: {} } satisfies Outcome
+        const base = yield* snapshots.latestBase(machine.id, row.tier)
+        const report = yield* throttled(onProgress)
+        const now = yield* Clock.currentTimeMillis
+        const pushed = yield* Effect.either(Effect.tryPromise(() =>
+          store.push({
+            snapshotId: row.id,
+            machineId: machine.id,
+            disk: driver.diskPath(machine.id),
+            tier: row.tier,
+            parentId: Option.getOrUndefined(Option.map(base, (b) => b.id)),
+            onProgress: report,
+            now
+          })
+        ))
+        const completed = yield* Clock.currentTimeMillis
+        if (pushed._tag === "Left") {
+          yield* Effect.logError("snapshot push failed", pushed.left.error).pipe(
+            Effect.annotateLogs({ snapshot_id: row.id, operation_id: operation.id })
+          )
+          return {
+            status: "failed",
+            errorCode: "snapshot_failed",
+            also: Effect.asVoid(
+              snapshots.settle(row.id, { status: "failed", error_code: "snapshot_failed", completed_at: completed })
+            )
+          } satisfies Outcome
+        }
+        const summary = pushed.right
+        yield* onProgress(summary.size_bytes, summary.size_bytes)
+        return {
+          status: "succeeded",
+          unchanged: false,
+          machine: {},
+          also: Effect.asVoid(snapshots.settle(row.id, {
+            status: "ready",
+            size_bytes: summary.size_bytes,
+            uploaded_bytes: summary.uploaded_bytes,
+            generation: summary.generation,
+            disk_synced: summary.disk_synced ? 1 : 0,
+            manifest: summary.manifest,
+            parent_manifest: summary.parent_manifest,
+            completed_at: completed
+          }))
+        } satisfies Outcome
+      }),
+
+    /**
+     * Fills the new machine's disk from its source; answers the error code when the source cannot
+     * be had (the operation fails with it), or fails with DriverError for a host error (retried).
+     */
+    fill: (operation: OperationRow, machine: MachineRow, onProgress: ProgressHook) =>
+      Effect.gen(function*() {
+        const target = driver.diskPath(machine.id)
+        if (NodeFs.existsSync(target)) return Option.none<string>()
+        const request = JSON.parse(operation.request) as Record<string, unknown>
+        if (operation.kind === "fork") {
+          const source = yield* machines.find(String(request.source_machine_id))
+          if (Option.isNone(source) || source.value.state === "deleted") return Option.some("machine_deleted")
+          if (!NodeFs.existsSync(driver.diskPath(source.value.id))) return Option.some("machine_not_created")
+          yield* copyDisk(source.value.id, target, onProgress)
+          return Option.none<string>()
+        }
+        const snapshotId = String(request.snapshot_id ?? request.template_snapshot_id)
+        const snapshot = yield* snapshots.find(snapshotId)
+        if (Option.isNone(snapshot) || snapshot.value.status !== "ready") return Option.some("no_snapshot")
+        const report = yield* throttled(onProgress)
+        const restored = yield* Effect.either(Effect.tryPromise(() => store.restore(snapshotId, target, report)))
+        if (restored._tag === "Left") {
+          const cause = restored.left.error
+          if (cause instanceof NoManifest) return Option.some("no_snapshot")
+          if (cause instanceof CorruptChunk) return Option.some("snapshot_corrupt")
+          return yield* hostError("restore")(cause)
+        }
+        yield* onProgress(snapshot.value.size_bytes, snapshot.value.size_bytes)
+        return Option.none<string>()
+      })
+  }
+})
+
+export class SnapshotWork extends Context.Tag("svc/snapshots/SnapshotWork")<
+  SnapshotWork,
+  Effect.Effect.Success<typeof make>
+>() {
+  static readonly layer = Layer.effect(SnapshotWork, make)
+}
