@@ -91,9 +91,8 @@ const make = Effect.gen(function*() {
       }
     })
 
-  // At start: rows whose operation ended while svc was down, then what a crash left in the store.
+  // At start: rows whose operation ended while svc was down (the store was collected when opened).
   for (const row of yield* snapshots.pending) yield* settleFromOperation(row.operation_id)
-  yield* requestCollection
   const events = yield* bus.subscribe
   yield* Queue.take(events).pipe(
     Effect.flatMap((event) =>
