@@ -9,6 +9,8 @@ import type { MachineDriver } from "./drivers/MachineDriver.js"
 import { DomainEvents } from "./events/DomainEvents.js"
 import { HttpLive, RoutesLive } from "./http/Server.js"
 import * as Mail from "./mail/Mail.js"
+import { AgentConversationsRepo } from "./persistence/AgentConversationsRepo.js"
+import { AgentEventsRepo } from "./persistence/AgentEventsRepo.js"
 import { ApiKeysRepo } from "./persistence/ApiKeysRepo.js"
 import * as Database from "./persistence/Database.js"
 import { EmailSignInsRepo } from "./persistence/EmailSignInsRepo.js"
@@ -26,6 +28,7 @@ import * as Housekeeping from "./runtime/Housekeeping.js"
 import * as MachineSupervisor from "./runtime/MachineSupervisor.js"
 import * as StopTimers from "./runtime/StopTimers.js"
 import { Accounts } from "./services/Accounts.js"
+import { Agents } from "./services/Agents.js"
 import { ApiKeys } from "./services/ApiKeys.js"
 import { EmailSignIn } from "./services/EmailSignIn.js"
 import { Environments } from "./services/Environments.js"
@@ -63,7 +66,7 @@ export const IdentityLive = EmailSignIn.layer.pipe(
  * data dir.
  */
 export const machinesLive = <E, R>(driver: Layer.Layer<MachineDriver, E, R>) =>
-  Layer.merge(StopTimers.layer, Housekeeping.layer).pipe(
+  Layer.mergeAll(StopTimers.layer, Housekeeping.layer, Agents.layer).pipe(
     Layer.provideMerge(Layer.mergeAll(Environments.layer, PortTokens.layer, Snapshots.layer)),
     Layer.provideMerge(Machines.layer),
     Layer.provideMerge(Layer.merge(MachineSupervisor.layer, Limits.layer)),
@@ -77,7 +80,9 @@ export const machinesLive = <E, R>(driver: Layer.Layer<MachineDriver, E, R>) =>
         EnvironmentsRepo.layer,
         PortTokensRepo.layer,
         SnapshotsRepo.layer,
-        SecretBox.layer
+        SecretBox.layer,
+        AgentConversationsRepo.layer,
+        AgentEventsRepo.layer
       )
     ),
     Layer.provideMerge(Database.layer)

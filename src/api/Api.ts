@@ -3,6 +3,7 @@
  * programs embedding svc and the CLI use.
  */
 import { HttpApi, OpenApi } from "@effect/platform"
+import { AgentsApi } from "./AgentsApi.js"
 import { ApiKeysApi } from "./ApiKeysApi.js"
 import { AuthApi } from "./AuthApi.js"
 import { EnvironmentsApi } from "./EnvironmentsApi.js"
@@ -23,6 +24,7 @@ export class Api extends HttpApi.make("svc")
   .add(LimitsApi)
   .add(EnvironmentsApi)
   .add(SnapshotsApi)
+  .add(AgentsApi)
   .addError(wire(InvalidRequest))
   .addError(wire(BodyTooLarge))
   .addError(wire(RateLimited))

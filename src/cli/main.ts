@@ -5,6 +5,7 @@ import { NodeContext, NodeRuntime } from "@effect/platform-node"
 import { ConfigError, Console, Effect, Logger, LogLevel } from "effect"
 import { Api } from "../api/Api.js"
 import { admin } from "./Admin.js"
+import { agents } from "./Agents.js"
 import { describeConfigError } from "./ConfigErrors.js"
 import { serve } from "./Serve.js"
 
@@ -12,7 +13,7 @@ const openapi = Command.make("openapi", {}, () => Console.log(JSON.stringify(Ope
   Command.withDescription("Print the OpenAPI document of the API")
 )
 
-const svc = Command.make("svc").pipe(Command.withSubcommands([serve, admin, openapi]))
+const svc = Command.make("svc").pipe(Command.withSubcommands([serve, admin, agents, openapi]))
 
 const run = Command.run(svc, { name: "svc", version: "0.1.0" })
 

@@ -55,6 +55,8 @@ export interface AppConfigShape {
   readonly capacity: HostCapacitySetting
   /** Snapshot and template limits (docs/snapshots.md); the defaults when absent. */
   readonly snapshots?: SnapshotSettings | undefined
+  /** `SVC_AGENTS_DIR`: the agents' tools folder (`svc agents install`); unset: `<data dir>/tools/agents`. */
+  readonly agentsDir?: string | undefined
 }
 
 export interface SnapshotSettings {
@@ -65,6 +67,9 @@ export interface SnapshotSettings {
 }
 
 export const defaultSnapshotSettings: SnapshotSettings = { perMachine: 50, templatesPerOrganization: 100 }
+
+export const agentsDirOf = (config: Pick<AppConfigShape, "agentsDir" | "dataDir">) =>
+  config.agentsDir ?? NodePath.join(config.dataDir, "tools", "agents")
 
 export interface HostCapacitySetting {
   /** Machines this host runs at once, across every organization; more boots wait in the start queue. */
@@ -263,7 +268,10 @@ const load = Effect.gen(function*() {
         Config.validate({ message: "must be at least 1", validation: (n) => n >= 1 }),
         Config.withDefault(defaultSnapshotSettings.templatesPerOrganization)
       )
-    }
+    },
+    agentsDir: Option.getOrUndefined(
+      Option.map(yield* Config.string("SVC_AGENTS_DIR").pipe(Config.option), (dir) => NodePath.resolve(dir))
+    )
   })
 })
 

@@ -8,7 +8,7 @@
  * host is fixed and svc restarted. So `npm start` works on a fresh machine.
  */
 import { Effect, Layer } from "effect"
-import { AppConfig } from "../config/AppConfig.js"
+import { agentsDirOf, AppConfig } from "../config/AppConfig.js"
 import { DriverError, MachineDriver, type MachineDriverShape, NotRunning } from "./MachineDriver.js"
 import * as ProcessDriver from "./process/ProcessDriver.js"
 import * as SandboxDriver from "./sandbox/SandboxDriver.js"
@@ -16,11 +16,11 @@ import * as SandboxDriver from "./sandbox/SandboxDriver.js"
 export const layer = Layer.unwrapEffect(Effect.map(AppConfig, (config) => {
   switch (config.runtime) {
     case "sandbox":
-      return SandboxDriver.layer({ dataDir: config.dataDir }).pipe(
+      return SandboxDriver.layer({ dataDir: config.dataDir, agentsDir: agentsDirOf(config) }).pipe(
         Layer.catchAll((error) => unavailableLayer(error.message))
       )
     case "process":
-      return ProcessDriver.layer({ dataDir: config.dataDir })
+      return ProcessDriver.layer({ dataDir: config.dataDir, agentsDir: agentsDirOf(config) })
     case "docker":
       return unavailableLayer("SVC_RUNTIME=docker: the docker driver is not part of this build; use sandbox or process")
   }

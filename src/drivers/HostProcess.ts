@@ -4,7 +4,7 @@
  * namespaces, the host's boot id). All of it is small synchronous reads of /proc and one spawn per
  * command: cheap enough for exec, which runs at a high rate.
  */
-import { Effect, Queue } from "effect"
+import { Effect, Fiber, Queue } from "effect"
 import * as NodeChild from "node:child_process"
 import * as NodeFs from "node:fs"
 import * as NodeOs from "node:os"
@@ -28,6 +28,8 @@ export interface CommandOptions {
   readonly cwd: string
   readonly env: Readonly<Record<string, string>>
   readonly stdin?: Uint8Array | undefined
+  /** A live stdin: chunks written as they are taken; stdin closes when the queue shuts down. */
+  readonly input?: Queue.Dequeue<Uint8Array> | undefined
   /** Called with the command's pid right after the spawn (e.g. to move it into a cgroup). */
   readonly onSpawn?: ((pid: number) => void) | undefined
   /**
@@ -57,7 +59,7 @@ export const runCommand = (
           cwd: options.cwd,
           env: options.env,
           detached: true,
-          stdio: [options.stdin === undefined ? "ignore" : "pipe", "pipe", "pipe"]
+          stdio: [options.stdin === undefined && options.input === undefined ? "ignore" : "pipe", "pipe", "pipe"]
         }),
       catch: (cause) => new DriverError({ message: `cannot spawn ${argv[0]}`, cause })
     })
@@ -102,6 +104,13 @@ export const runCommand = (
       child.stdin.on("error", () => undefined) // the command may exit without reading it
       child.stdin.end(options.stdin)
     }
+    const input = options.input
+    const writer = input === undefined || !child.stdin ? undefined : yield* Effect.forkDaemon(
+      Effect.forever(Effect.flatMap(Queue.take(input), (chunk) => Effect.sync(() => child.stdin!.write(chunk)))).pipe(
+        Effect.onInterrupt(() => Effect.sync(() => child.stdin!.end()))
+      )
+    )
+    if (writer !== undefined) child.stdin!.on("error", () => undefined) // the command may exit without reading it
     return yield* Effect.gen(function*() {
       while (true) {
         const event = yield* Queue.take(events)
@@ -115,27 +124,30 @@ export const runCommand = (
             return yield* new DriverError({ message: `command failed to start: ${event.error.message}` })
         }
       }
-    }).pipe(Effect.onInterrupt(() =>
-      Effect.async<void>((resume) => {
-        const pid = child.pid
-        if (reaped || pid === undefined) return resume(Effect.void)
-        const end = () => {
-          clearTimeout(timer)
-          killGroup(pid, "SIGKILL") // what is left of the group: its background processes
-          resume(Effect.void)
-        }
-        const timer = setTimeout(end, reapMillis)
-        whenReaped.push(end)
-        child.stdin?.destroy()
-        // The command's children first, so that it reaps them itself. A child whose parent is
-        // outside its pid namespace (nsenter's) would otherwise go to the host's init, and its
-        // namespace could not end before that init reaped it.
-        const children = childrenOf(pid)
-        if (children.length === 0) return killGroup(pid, "SIGKILL")
-        for (const grandchild of children) killPid(grandchild, "SIGKILL")
-        setTimeout(() => reaped || killGroup(pid, "SIGKILL"), 100).unref()
-      })
-    ))
+    }).pipe(
+      Effect.ensuring(writer === undefined ? Effect.void : Fiber.interruptFork(writer)),
+      Effect.onInterrupt(() =>
+        Effect.async<void>((resume) => {
+          const pid = child.pid
+          if (reaped || pid === undefined) return resume(Effect.void)
+          const end = () => {
+            clearTimeout(timer)
+            killGroup(pid, "SIGKILL") // what is left of the group: its background processes
+            resume(Effect.void)
+          }
+          const timer = setTimeout(end, reapMillis)
+          whenReaped.push(end)
+          child.stdin?.destroy()
+          // The command's children first, so that it reaps them itself. A child whose parent is
+          // outside its pid namespace (nsenter's) would otherwise go to the host's init, and its
+          // namespace could not end before that init reaped it.
+          const children = childrenOf(pid)
+          if (children.length === 0) return killGroup(pid, "SIGKILL")
+          for (const grandchild of children) killPid(grandchild, "SIGKILL")
+          setTimeout(() => reaped || killGroup(pid, "SIGKILL"), 100).unref()
+        })
+      )
+    )
   })
 
 // ---------------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@
  * current boot, `stop` of a stopped one and `destroy` of a missing one succeed, and `create` of an
  * existing disk keeps it.
  */
-import { Context, Data, type Effect } from "effect"
+import { Context, Data, type Effect, type Queue } from "effect"
 import type * as NodeStream from "node:stream"
 
 export type Size = "small" | "default" | "large"
@@ -37,6 +37,11 @@ export interface ExecRequest {
   readonly cwd?: string | undefined
   readonly env?: Readonly<Record<string, string>> | undefined
   readonly stdin?: Uint8Array | undefined
+  /**
+   * A live stdin instead of `stdin`: each chunk taken from the queue is written as it comes, and
+   * stdin is closed once the queue is shut down (an agent turn's inbox, for steering).
+   */
+  readonly input?: Queue.Dequeue<Uint8Array> | undefined
 }
 
 export type OutputStream = "stdout" | "stderr"
@@ -95,6 +100,11 @@ export interface MachineDriverShape {
    */
   readonly freeze: (id: string) => Effect.Effect<void, DriverError>
   readonly thaw: (id: string) => Effect.Effect<void, DriverError>
+  /**
+   * Where the agents' tools folder (`svc agents install`) is readable inside the machines, read-only;
+   * undefined when this driver offers none.
+   */
+  readonly toolsPath?: string | undefined
   /** CPU seconds used by the machine's processes since it was created on this host (monotonic). */
   readonly cpuSeconds: (id: string) => Effect.Effect<number, DriverError>
 }

@@ -8,6 +8,7 @@ import { Effect, Layer } from "effect"
 import { createServer } from "node:http"
 import { Api } from "../api/Api.js"
 import { AppConfig } from "../config/AppConfig.js"
+import { AgentsHandlers } from "./AgentsHandlers.js"
 import { ApiKeysHandlers } from "./ApiKeysHandlers.js"
 import { AuthHandlers } from "./AuthHandlers.js"
 import { AuthorizationLive } from "./AuthorizationLive.js"
@@ -29,7 +30,8 @@ export const ApiLive = HttpApiBuilder.api(Api).pipe(
     OperationsHandlers,
     LimitsHandlers,
     EnvironmentsHandlers,
-    SnapshotsHandlers
+    SnapshotsHandlers,
+    AgentsHandlers
   ]),
   Layer.provide(AuthorizationLive)
 )

@@ -43,7 +43,9 @@ const marker = "SVC_MACHINE_ID"
 /** How long processes get after SIGTERM before SIGKILL. */
 const graceMs = 5_000
 
-export const make = (options: { readonly dataDir: string }): MachineDriverShape => {
+export const make = (
+  options: { readonly dataDir: string; readonly agentsDir?: string | undefined }
+): MachineDriverShape => {
   const paths = (id: string) => machinePaths(options.dataDir, id)
 
   /** The run record of a machine running in this host boot, if any. */
@@ -79,6 +81,8 @@ export const make = (options: { readonly dataDir: string }): MachineDriverShape 
   return {
     name: "process",
     isolates: false,
+    // Host processes read the host's folder where it is.
+    toolsPath: options.agentsDir,
     create: (spec) => attempt("create", () => ensureDisk(paths(spec.id))),
     start: (spec) =>
       attempt("start", () => {
@@ -111,6 +115,7 @@ export const make = (options: { readonly dataDir: string }): MachineDriverShape 
             [marker]: id
           },
           stdin: request.stdin,
+          input: request.input,
           onExit: (seconds) => cpuCredit(paths(id).cpu, seconds)
         }, onOutput)
       }),
@@ -135,7 +140,7 @@ export const make = (options: { readonly dataDir: string }): MachineDriverShape 
   }
 }
 
-export const layer = (options: { readonly dataDir: string }) =>
+export const layer = (options: { readonly dataDir: string; readonly agentsDir?: string | undefined }) =>
   Layer.effect(
     MachineDriver,
     Effect.as(

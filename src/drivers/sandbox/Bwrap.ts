@@ -8,6 +8,9 @@ export { diskFolders }
 /** PATH inside a machine (and for the commands exec runs). */
 export const machinePath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
+/** Where the agents' tools folder (`svc agents install`) is inside every machine, read-only. */
+export const toolsMount = "/svc/agents"
+
 /** HOME inside a machine: processes run as root there (in their own user namespace). */
 export const machineHome = "/root"
 
@@ -51,6 +54,8 @@ export interface BwrapOptions {
   readonly diskDir: string
   readonly hostname: string
   readonly internetAccess: boolean
+  /** The agents' tools folder on the host, bound read-only at `toolsMount` when it exists. */
+  readonly toolsDir?: string | undefined
   /** The fd bubblewrap writes `{"child-pid": N, ...}` to once the machine runs. */
   readonly infoFd: number
 }
@@ -78,6 +83,7 @@ export const bwrapArgs = (options: BwrapOptions): ReadonlyArray<string> => [
   "--dev",
   "/dev",
   ...diskFolders.flatMap((folder) => ["--bind", NodePath.join(options.diskDir, folder), `/${folder}`]),
+  ...(options.toolsDir === undefined ? [] : ["--ro-bind-try", options.toolsDir, toolsMount]),
   "--hostname",
   options.hostname,
   "--chdir",

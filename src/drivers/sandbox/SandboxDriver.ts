@@ -46,7 +46,7 @@ import {
   writeAtomic
 } from "../MachineFiles.js"
 import { connectLocal, connectThroughNamespace, servedBy, sharesHostNetwork } from "../PortConnections.js"
-import { bwrapArgs, hostnameOf, machineHome, machinePath } from "./Bwrap.js"
+import { bwrapArgs, hostnameOf, machineHome, machinePath, toolsMount } from "./Bwrap.js"
 import * as Cgroups from "./Cgroups.js"
 
 interface RunRecord {
@@ -86,7 +86,13 @@ export interface Tools {
 }
 
 export const make = (
-  options: { readonly dataDir: string; readonly cgroups: Cgroups.Cgroups; readonly tools: Tools },
+  options: {
+    readonly dataDir: string
+    readonly cgroups: Cgroups.Cgroups
+    readonly tools: Tools
+    /** The agents' tools folder on the host, bound read-only into every machine it boots. */
+    readonly agentsDir?: string | undefined
+  },
   warnOnce: (message: string) => void = () => undefined
 ): MachineDriverShape => {
   const { cgroups, tools } = options
@@ -133,6 +139,7 @@ export const make = (
             diskDir: machine.disk,
             hostname: hostnameOf(spec.id),
             internetAccess: spec.internetAccess,
+            toolsDir: options.agentsDir,
             infoFd: 3
           }),
           {
@@ -249,6 +256,7 @@ export const make = (
   return {
     name: "sandbox",
     isolates: true,
+    toolsPath: options.agentsDir === undefined ? undefined : toolsMount,
     create: (spec) => attempt("create", () => ensureDisk(paths(spec.id))),
     start: (spec) =>
       Effect.gen(function*() {
@@ -303,6 +311,7 @@ export const make = (
             cwd: "/",
             env: { PATH: machinePath, HOME: machineHome, ...record.env, ...request.env },
             stdin: request.stdin,
+            input: request.input,
             onExit: record.cgroupCpuAtBoot === undefined ? (seconds) => cpuCredit(cpuFile, seconds) : undefined
           },
           onOutput
@@ -372,6 +381,7 @@ export const checkTools = attempt("sandbox driver", (): Tools => {
 
 export const layer = (options: {
   readonly dataDir: string
+  readonly agentsDir?: string | undefined
   /** false: no cgroups even where the host allows them (no limits; CPU time from /proc). */
   readonly cgroups?: boolean | undefined
 }) =>
@@ -390,6 +400,6 @@ export const layer = (options: {
         warned = true
         Runtime.runFork(runtime)(Effect.logWarning(message))
       }
-      return make({ dataDir: options.dataDir, cgroups, tools }, warnOnce)
+      return make({ dataDir: options.dataDir, cgroups, tools, agentsDir: options.agentsDir }, warnOnce)
     })
   )

@@ -1,0 +1,308 @@
+/** Coding agents inside machines (api.md "Agents", extensions.md §8). */
+import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
+import { Schema } from "effect"
+import { Authorization } from "./Authorization.js"
+import { NullableTimestamp, RequestBody, Timestamp, Uuid } from "./Dto.js"
+import { ResourceNotFound } from "./Errors.js"
+import { GuestActionFailed, IdempotencyConflict, machineConflicts, RuntimeUnavailable } from "./MachineErrors.js"
+import { IdempotencyHeaders } from "./MachinesApi.js"
+import { EventStream } from "./OperationsApi.js"
+import { Policy, policy } from "./Policy.js"
+import { problem, ProblemFields, wire } from "./Problem.js"
+
+export const AgentProvider = Schema.Literal("claude_code", "codex", "opencode")
+export type AgentProvider = typeof AgentProvider.Type
+export const ReasoningEffort = Schema.Literal("minimal", "low", "medium", "high")
+export type ReasoningEffort = typeof ReasoningEffort.Type
+
+/** Prompt and steer text: at most 256 KiB of UTF-8. */
+export const maxTextBytes = 256 * 1024
+export const maxAttachments = 16
+/** The attachments of one prompt together, decoded. */
+export const maxAttachmentBytes = 16 * 1024 * 1024
+
+const Text = Schema.String.pipe(
+  Schema.filter((text) => Buffer.byteLength(text, "utf8") <= maxTextBytes || "at most 256 KiB")
+)
+
+export const AgentAttachment = Schema.Struct({
+  /** A file name (no folders); the file is written into the machine under this name. */
+  name: Schema.String.pipe(
+    Schema.pattern(/^(?!\.\.?$)[^/\0]{1,255}$/, { message: () => "a file name without /" })
+  ),
+  data_base64: Schema.String.pipe(
+    Schema.pattern(/^[A-Za-z0-9+/]*={0,2}$/, { message: () => "must be base64" })
+  ),
+  media_type: Schema.optional(Schema.String.pipe(Schema.maxLength(255)))
+}).annotations({ identifier: "AgentAttachmentRequest" })
+
+export const AgentPromptRequest = RequestBody({
+  attachments: Schema.optionalWith(Schema.Array(AgentAttachment).pipe(Schema.maxItems(maxAttachments)), {
+    default: () => []
+  }),
+  conversation_id: Schema.optionalWith(Schema.NullOr(Uuid), { default: () => null }),
+  model: Schema.optionalWith(Schema.NullOr(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200))), {
+    default: () => null
+  }),
+  provider: Schema.optionalWith(Schema.NullOr(AgentProvider), { default: () => null }),
+  reasoning_effort: Schema.optionalWith(Schema.NullOr(ReasoningEffort), { default: () => null }),
+  text: Schema.optionalWith(Text, { default: () => "" })
+}).annotations({ identifier: "AgentPromptRequest" })
+export type AgentPromptRequest = typeof AgentPromptRequest.Type
+
+export const AgentTurnDto = Schema.Struct({
+  turn_id: Uuid,
+  conversation_id: Uuid,
+  machine_id: Uuid,
+  status: Schema.Literal("starting", "running", "completed", "failed", "interrupted"),
+  provider: AgentProvider,
+  model: Schema.String,
+  reasoning_effort: Schema.NullOr(ReasoningEffort),
+  resume: Schema.Boolean,
+  interrupt_requested: Schema.Boolean,
+  events_url: Schema.String,
+  error_code: Schema.NullOr(Schema.String),
+  exit_code: Schema.NullOr(Schema.Int),
+  created_at: Timestamp,
+  started_at: NullableTimestamp,
+  finished_at: NullableTimestamp
+}).annotations({ identifier: "AgentTurn" })
+export type AgentTurnDto = typeof AgentTurnDto.Type
+
+export const AgentUsage = Schema.Struct({
+  input_tokens: Schema.Int,
+  output_tokens: Schema.Int,
+  cached_input_tokens: Schema.Int,
+  cost_micro_usd: Schema.Int
+})
+
+const optionalString = Schema.optional(Schema.NullOr(Schema.String))
+
+export const AgentEvent = Schema.Struct({
+  seq: Schema.Int,
+  id: Schema.String,
+  type: Schema.Literal(
+    "turn_started",
+    "input_accepted",
+    "message",
+    "reasoning",
+    "tool_call",
+    "tool_result",
+    "usage",
+    "error",
+    "turn_finished",
+    "idle"
+  ),
+  kind: Schema.optional(Schema.Literal("prompt", "steer", "interrupt")),
+  turn_id: optionalString,
+  input_id: optionalString,
+  session_id: optionalString,
+  provider: optionalString,
+  model: optionalString,
+  reasoning_effort: optionalString,
+  name: optionalString,
+  text: optionalString,
+  input: optionalString,
+  output: optionalString,
+  result: optionalString,
+  message: optionalString,
+  code: optionalString,
+  outcome: Schema.optional(Schema.Literal("completed", "interrupted", "failed")),
+  is_error: Schema.optional(Schema.Boolean),
+  restarted: Schema.optional(Schema.Boolean),
+  resumed: Schema.optional(Schema.Boolean),
+  time_ms: Schema.optional(Schema.Int),
+  usage: Schema.optional(AgentUsage),
+  created_at: Schema.optional(Timestamp)
+}).annotations({ identifier: "AgentEvent" })
+export type AgentEvent = typeof AgentEvent.Type
+
+export const AgentEventsDto = Schema.Struct({
+  active: Schema.Boolean,
+  conversation_id: Uuid,
+  cursor: Schema.Int,
+  events: Schema.Array(AgentEvent),
+  latest_turn: Schema.NullOr(AgentTurnDto)
+}).annotations({ identifier: "AgentEvents" })
+
+export const AgentConversationDto = Schema.Struct({
+  id: Uuid,
+  machine_id: Uuid,
+  provider: AgentProvider,
+  status: Schema.Literal("idle", "running"),
+  turn_count: Schema.Int,
+  events_url: Schema.String,
+  latest_turn: Schema.NullOr(AgentTurnDto),
+  created_at: Timestamp,
+  updated_at: Timestamp
+}).annotations({ identifier: "AgentConversation" })
+
+export const AgentConversationListDto = Schema.Struct({
+  conversations: Schema.Array(AgentConversationDto),
+  next_cursor: Schema.NullOr(Uuid)
+}).annotations({ identifier: "AgentConversationList" })
+
+export const AgentInputAccepted = Schema.Struct({
+  conversation_id: Uuid,
+  turn_id: Uuid,
+  input_id: Uuid,
+  kind: Schema.Literal("steer", "interrupt"),
+  stopped: Schema.Boolean
+}).annotations({ identifier: "AgentInputAccepted" })
+export type AgentInputAccepted = typeof AgentInputAccepted.Type
+
+export const SteerRequest = RequestBody({ conversation_id: Uuid, text: Text })
+export const InterruptRequest = RequestBody({
+  conversation_id: Uuid,
+  force: Schema.optionalWith(Schema.Boolean, { default: () => false })
+})
+
+export const ProviderModel = Schema.Struct({
+  id: Schema.String,
+  name: Schema.String,
+  provider: Schema.String,
+  attachments: Schema.Boolean,
+  reasoning: Schema.Boolean,
+  context_tokens: Schema.Int,
+  release_date: Schema.String
+}).annotations({ identifier: "ProviderModel" })
+
+export const ProviderModelsDto = Schema.Struct({
+  source: Schema.Literal("live", "bundled"),
+  providers: Schema.Array(Schema.Struct({
+    provider: AgentProvider,
+    /** Whether the agent is installed on this server (`svc agents install`), and its version. */
+    available: Schema.Boolean,
+    version: Schema.NullOr(Schema.String),
+    /** `live`: steer reaches the running agent; `queued`: it runs right after the agent's current step. */
+    steer: Schema.Literal("live", "queued"),
+    default_model: Schema.String,
+    reasoning_efforts: Schema.Array(ReasoningEffort),
+    models: Schema.Array(ProviderModel)
+  }))
+}).annotations({ identifier: "ProviderModels" })
+export type ProviderModelsDto = typeof ProviderModelsDto.Type
+
+// Errors
+
+export class ConversationNotFound extends Schema.TaggedError<ConversationNotFound>()(
+  "conversation_not_found",
+  ProblemFields,
+  problem(404, "Conversation not found")
+) {}
+
+export class AgentTurnRunning extends Schema.TaggedError<AgentTurnRunning>()(
+  "agent_turn_running",
+  ProblemFields,
+  problem(409, "A turn of this conversation is running")
+) {}
+
+export class ProviderMismatch extends Schema.TaggedError<ProviderMismatch>()(
+  "provider_mismatch",
+  ProblemFields,
+  problem(409, "The conversation belongs to another provider")
+) {}
+
+export class NoActiveTurn extends Schema.TaggedError<NoActiveTurn>()(
+  "no_active_turn",
+  ProblemFields,
+  problem(409, "No turn of this conversation is running")
+) {}
+
+export class AgentsUnavailable extends Schema.TaggedError<AgentsUnavailable>()(
+  "agents_unavailable",
+  ProblemFields,
+  problem(503, "The agent is not available on this server")
+) {}
+
+const MachinePath = Schema.Struct({ id: Uuid })
+const machineStateErrors = [
+  wire(machineConflicts.machine_not_running),
+  wire(machineConflicts.machine_not_created),
+  wire(machineConflicts.machine_deleted)
+] as const
+const changers = policy("U", "header", ["owner", "admin", "operator"])
+
+/** The 202 routes: idempotency key, the machine's state, the conversation. */
+const turnChange = <const Name extends string, const Path extends `/v1/machines/:id/agents/${string}`>(
+  name: Name,
+  path: Path
+) =>
+  HttpApiEndpoint.post(name, path)
+    .setPath(MachinePath)
+    .setHeaders(IdempotencyHeaders)
+    .addError(wire(ResourceNotFound))
+    .addError(wire(ConversationNotFound))
+    .addError(wire(IdempotencyConflict))
+    .addError(machineStateErrors[0])
+    .addError(machineStateErrors[1])
+    .addError(machineStateErrors[2])
+    .addError(wire(GuestActionFailed))
+    .addError(wire(AgentsUnavailable))
+    .addError(wire(RuntimeUnavailable))
+    .annotate(Policy, changers)
+
+export const EventsParams = Schema.Struct({
+  conversation_id: Uuid,
+  cursor: Schema.optionalWith(Schema.NumberFromString.pipe(Schema.int(), Schema.nonNegative()), {
+    default: () => 0
+  }),
+  wait_seconds: Schema.optionalWith(Schema.NumberFromString.pipe(Schema.int(), Schema.between(0, 30)), {
+    default: () => 0
+  })
+})
+
+export class AgentsApi extends HttpApiGroup.make("agents")
+  .add(
+    turnChange("prompt", "/v1/machines/:id/agents/prompt")
+      .setPayload(AgentPromptRequest)
+      .addSuccess(AgentTurnDto, { status: 202 })
+      .addError(wire(AgentTurnRunning))
+      .addError(wire(ProviderMismatch))
+  )
+  .add(
+    turnChange("steer", "/v1/machines/:id/agents/steer")
+      .setPayload(SteerRequest)
+      .addSuccess(AgentInputAccepted, { status: 202 })
+      .addError(wire(NoActiveTurn))
+  )
+  .add(
+    turnChange("interrupt", "/v1/machines/:id/agents/interrupt")
+      .setPayload(InterruptRequest)
+      .addSuccess(AgentInputAccepted, { status: 202 })
+      .addError(wire(NoActiveTurn))
+  )
+  .add(
+    HttpApiEndpoint.get("events", "/v1/machines/:id/agents/events")
+      .setPath(MachinePath)
+      .setUrlParams(EventsParams)
+      .setHeaders(Schema.Struct({
+        accept: Schema.optional(Schema.String),
+        "last-event-id": Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.nonNegative()))
+      }))
+      .addSuccess(AgentEventsDto)
+      .addSuccess(EventStream)
+      .addError(wire(ResourceNotFound))
+      .addError(wire(ConversationNotFound))
+      .annotate(Policy, changers)
+  )
+  .add(
+    HttpApiEndpoint.get("conversations", "/v1/machines/:id/agents/conversations")
+      .setPath(MachinePath)
+      .setUrlParams(Schema.Struct({
+        limit: Schema.optionalWith(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 100)), {
+          default: () => 50
+        }),
+        cursor: Schema.optional(Uuid)
+      }))
+      .addSuccess(AgentConversationListDto)
+      .addError(wire(ResourceNotFound))
+      .annotate(Policy, changers)
+  )
+  .add(
+    HttpApiEndpoint.get("providerModels", "/v1/provider-models")
+      .addSuccess(ProviderModelsDto)
+      .annotate(Policy, policy("R", "header"))
+  )
+  .middleware(Authorization)
+{}

@@ -1,0 +1,239 @@
+/**
+ * Coding agents end to end: the real `claude` (installed with `svc agents install`'s code into a
+ * cache folder) runs inside a real sandboxed machine against a scripted Anthropic Messages server
+ * on loopback (the machine shares the host's network: `internet_access: true`). Live clock.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Redacted } from "effect"
+import * as NodeCrypto from "node:crypto"
+import { beforeAll } from "vitest"
+import { installTestAgents, testAgentsDir } from "../support/Agents.js"
+import { client } from "../support/Http.js"
+import { type Api, decode, eventually, readEvents, runningMachine, sh } from "../support/Machines.js"
+import { anthropicServer } from "../support/ModelServers.js"
+import { startServer } from "../support/TestServer.js"
+
+beforeAll(() => installTestAgents(), 10 * 60_000)
+
+const secretKeys = { kind: "given" as const, keys: [Redacted.make(NodeCrypto.randomBytes(32))] }
+
+const setup = Effect.gen(function*() {
+  const model = yield* anthropicServer
+  const server = yield* startServer({
+    runtime: "sandbox",
+    secretKeys,
+    agentsDir: testAgentsDir,
+    maxBodyBytes: 24 * 1024 * 1024
+  })
+  const owner = yield* server.bootstrap("agents@example.com")
+  const api = client(server.url, { key: owner.api_key })
+  const environment = yield* api("POST", "/v1/environments", {
+    json: { name: "keys", variables: { ANTHROPIC_BASE_URL: model.url, ANTHROPIC_API_KEY: "sk-ant-test" } }
+  })
+  assert.strictEqual(environment.status, 201, environment.text)
+  const machineId = yield* runningMachine(api, "agents", {
+    environment_id: environment.body.id,
+    internet_access: true
+  })
+  return { model, server, api, machineId, auth: { authorization: `Bearer ${owner.api_key}` } }
+})
+
+/** The conversation's events once its latest turn has finished (long-polling the JSON route). */
+const finishedTurn = (api: Api, machineId: string, conversationId: string, turnId: string) =>
+  eventually(
+    Effect.map(
+      api("GET", `/v1/machines/${machineId}/agents/events?conversation_id=${conversationId}&wait_seconds=2`),
+      (reply) =>
+        reply.body?.latest_turn?.turn_id === turnId && reply.body.active === false &&
+          reply.body.events.at(-1)?.type === "idle"
+          ? reply.body
+          : undefined
+    ),
+    90_000
+  )
+
+const prompt = (api: Api, machineId: string, body: Record<string, unknown>, key?: string) =>
+  api("POST", `/v1/machines/${machineId}/agents/prompt`, {
+    json: body,
+    ...(key === undefined ? {} : { headers: { "idempotency-key": key } })
+  })
+
+describe("agents: claude_code", () => {
+  it.scopedLive(
+    "a prompt runs claude in the machine: its tool writes a file, events come in order with usage, resume continues",
+    () =>
+      Effect.gen(function*() {
+        const { api, auth, machineId, model, server } = yield* setup
+        const started = yield* prompt(api, machineId, {
+          provider: "claude_code",
+          text: "WRITE /root/agent-file.txt hello-from-claude"
+        }, "prompt-1")
+        assert.strictEqual(started.status, 202, started.text)
+        assert.strictEqual(started.body.status, "starting")
+        assert.strictEqual(started.body.provider, "claude_code")
+        assert.strictEqual(started.body.resume, false)
+        assert.strictEqual(
+          started.body.events_url,
+          `${server.url}/v1/machines/${machineId}/agents/events?conversation_id=${started.body.conversation_id}`
+        )
+        const conversationId = started.body.conversation_id
+        const replay = yield* prompt(api, machineId, {
+          provider: "claude_code",
+          text: "WRITE /root/agent-file.txt hello-from-claude"
+        }, "prompt-1")
+        assert.strictEqual(replay.status, 202)
+        assert.strictEqual(replay.body.turn_id, started.body.turn_id)
+        const conflict = yield* prompt(api, machineId, { provider: "claude_code", text: "other" }, "prompt-1")
+        assert.strictEqual(conflict.status, 409)
+        assert.strictEqual(conflict.body.code, "idempotency_conflict")
+
+        const first = yield* finishedTurn(api, machineId, conversationId, started.body.turn_id)
+        assert.strictEqual(first.latest_turn.status, "completed")
+        assert.strictEqual(first.latest_turn.exit_code, 0)
+        const types = first.events.map((event: any) => event.type)
+        assert.deepStrictEqual(first.events.map((event: any) => event.seq), types.map((_: string, i: number) => i + 1))
+        assert.strictEqual(types[0], "turn_started")
+        assert.deepStrictEqual(types.slice(-2), ["turn_finished", "idle"])
+        const call = types.indexOf("tool_call")
+        const result = types.indexOf("tool_result")
+        const message = first.events.findIndex((event: any) => event.type === "message" && /wrote/.test(event.text))
+        const usage = first.events.find((event: any) => event.type === "usage")
+        assert.isTrue(call > 0 && result > call && message > result, types.join(","))
+        assert.strictEqual(first.events[call].name, "Bash")
+        assert.include(first.events[call].input, "agent-file.txt")
+        assert.isAbove(usage.usage.input_tokens, 0)
+        assert.isAbove(usage.usage.output_tokens, 0)
+        assert.isAbove(usage.usage.cost_micro_usd, 0)
+        assert.strictEqual(first.events.at(-2).outcome, "completed")
+        assert.strictEqual(first.cursor, first.events.at(-1).seq)
+
+        // The file exists in the machine.
+        const cat = yield* sh(api, machineId, "cat /root/agent-file.txt")
+        assert.strictEqual(decode(cat.exec_result.stdout_base64), "hello-from-claude")
+
+        // SSE: the same events, ids = cursors, ends with idle; Last-Event-ID resumes without repeats.
+        const eventsUrl = started.body.events_url
+        const sse = yield* readEvents(eventsUrl, { ...auth, accept: "text/event-stream" })
+        assert.strictEqual(sse.status, 200)
+        assert.deepStrictEqual(sse.events.map((event) => event.data.type), types)
+        assert.deepStrictEqual(sse.events.map((event) => Number(event.id)), types.map((_: string, i: number) => i + 1))
+        assert.isTrue(sse.events.every((event) => event.event === "agent"))
+        const resumed = yield* readEvents(eventsUrl, { ...auth, accept: "text/event-stream", "last-event-id": "3" })
+        assert.deepStrictEqual(
+          resumed.events.map((event) => Number(event.id)),
+          types.slice(3).map((_: string, i: number) => i + 4)
+        )
+
+        // A second prompt resumes claude's own session: the model sees the first turn again.
+        const before = model.requests.length
+        const second = yield* prompt(api, machineId, { conversation_id: conversationId, text: "and now say hi" })
+        assert.strictEqual(second.status, 202, second.text)
+        assert.strictEqual(second.body.resume, true)
+        const done = yield* finishedTurn(api, machineId, conversationId, second.body.turn_id)
+        assert.strictEqual(done.latest_turn.status, "completed")
+        const later = model.requests.slice(before).map((request) => JSON.stringify(request.body))
+        assert.isTrue(later.some((text) => text.includes("hello-from-claude") && text.includes("and now say hi")))
+        assert.isTrue(
+          done.events.some((event: any) => event.type === "message" && /echo: .*and now say hi/s.test(event.text))
+        )
+        const turnStarted = done.events.filter((event: any) => event.type === "turn_started")
+        assert.strictEqual(turnStarted.length, 2)
+        assert.isTrue(turnStarted[1].resumed)
+        assert.isString(turnStarted[1].session_id)
+
+        const list = yield* api("GET", `/v1/machines/${machineId}/agents/conversations`)
+        assert.strictEqual(list.status, 200)
+        assert.strictEqual(list.body.conversations.length, 1)
+        assert.strictEqual(list.body.conversations[0].turn_count, 2)
+        assert.strictEqual(list.body.conversations[0].status, "idle")
+        assert.strictEqual(list.body.conversations[0].latest_turn.turn_id, second.body.turn_id)
+
+        // Rules: provider mismatch, unknown conversation, missing provider, text size, no active turn.
+        const mismatch = yield* prompt(api, machineId, {
+          conversation_id: conversationId,
+          provider: "codex",
+          text: "x"
+        })
+        assert.strictEqual(mismatch.body.code, "provider_mismatch")
+        assert.strictEqual(mismatch.status, 409)
+        const unknown = yield* prompt(api, machineId, { conversation_id: NodeCrypto.randomUUID(), text: "x" })
+        assert.strictEqual(unknown.status, 404)
+        assert.strictEqual(unknown.body.code, "conversation_not_found")
+        const noProvider = yield* prompt(api, machineId, { text: "x" })
+        assert.strictEqual(noProvider.status, 422)
+        const tooLong = yield* prompt(api, machineId, { provider: "claude_code", text: "x".repeat(256 * 1024 + 1) })
+        assert.strictEqual(tooLong.status, 422)
+        assert.strictEqual(tooLong.body.field_errors[0].field, "text")
+        const empty = yield* prompt(api, machineId, { provider: "claude_code" })
+        assert.strictEqual(empty.status, 422)
+        const idleSteer = yield* api("POST", `/v1/machines/${machineId}/agents/steer`, {
+          json: { conversation_id: conversationId, text: "x" }
+        })
+        assert.strictEqual(idleSteer.status, 409)
+        assert.strictEqual(idleSteer.body.code, "no_active_turn")
+      }),
+    180_000
+  )
+
+  it.scopedLive(
+    "steer reaches the running turn; interrupt ends a turn whose model stream hangs",
+    () =>
+      Effect.gen(function*() {
+        const { api, machineId, model } = yield* setup
+        const slow = yield* prompt(api, machineId, { provider: "claude_code", text: "SLOW" })
+        assert.strictEqual(slow.status, 202, slow.text)
+        const conversationId = slow.body.conversation_id
+        const busy = yield* prompt(api, machineId, { conversation_id: conversationId, text: "again" })
+        assert.strictEqual(busy.status, 409)
+        assert.strictEqual(busy.body.code, "agent_turn_running")
+        const steer = yield* api("POST", `/v1/machines/${machineId}/agents/steer`, {
+          json: { conversation_id: conversationId, text: "steered words" }
+        })
+        assert.strictEqual(steer.status, 202, steer.text)
+        assert.strictEqual(steer.body.kind, "steer")
+        assert.strictEqual(steer.body.turn_id, slow.body.turn_id)
+        const done = yield* finishedTurn(api, machineId, conversationId, slow.body.turn_id)
+        const accepted = done.events.find((event: any) => event.type === "input_accepted")
+        assert.isDefined(accepted, done.events.map((event: any) => event.type).join(","))
+        assert.strictEqual(accepted.input_id, steer.body.input_id)
+        assert.strictEqual(accepted.kind, "steer")
+        assert.isTrue(model.requests.some((request) => JSON.stringify(request.body).includes("steered words")))
+        assert.strictEqual(done.latest_turn.status, "completed")
+
+        const hang = yield* prompt(api, machineId, { conversation_id: conversationId, text: "HANG" })
+        assert.strictEqual(hang.status, 202, hang.text)
+        yield* eventually(Effect.sync(() => model.hanging() > 0 ? true : undefined), 60_000)
+        const interrupt = yield* api("POST", `/v1/machines/${machineId}/agents/interrupt`, {
+          json: { conversation_id: conversationId }
+        })
+        assert.strictEqual(interrupt.status, 202, interrupt.text)
+        assert.strictEqual(interrupt.body.kind, "interrupt")
+        const stopped = yield* finishedTurn(api, machineId, conversationId, hang.body.turn_id)
+        assert.strictEqual(stopped.latest_turn.status, "interrupted")
+        assert.isTrue(stopped.latest_turn.interrupt_requested)
+        assert.strictEqual(stopped.events.at(-2).outcome, "interrupted")
+        // No process of the turn is left in the machine.
+        const left = yield* sh(api, machineId, "grep -l SVC_AGENT_TURN /proc/[0-9]*/environ 2>/dev/null | wc -l")
+        assert.strictEqual(decode(left.exec_result.stdout_base64).trim(), "0")
+      }),
+    180_000
+  )
+
+  it.scopedLive("provider-models lists the three agents; a missing agent answers 503 agents_unavailable", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer({ runtime: "sandbox", agentsDir: "/nonexistent/agents" })
+      const owner = yield* server.bootstrap("models@example.com")
+      const api = client(server.url, { key: owner.api_key })
+      const models = yield* api("GET", "/v1/provider-models")
+      assert.strictEqual(models.status, 200)
+      assert.strictEqual(models.body.source, "bundled")
+      assert.deepStrictEqual(models.body.providers.map((p: any) => p.provider), ["claude_code", "codex", "opencode"])
+      assert.isTrue(models.body.providers.every((p: any) => p.available === false && p.models.length > 0))
+      assert.include(models.body.providers[0].reasoning_efforts, "high")
+      assert.isTrue(models.body.providers[2].models.every((m: any) => m.id.includes("/")))
+      const machineId = yield* runningMachine(api, "bare")
+      const reply = yield* prompt(api, machineId, { provider: "claude_code", text: "hi" })
+      assert.strictEqual(reply.status, 503)
+      assert.strictEqual(reply.body.code, "agents_unavailable")
+    }))
+})
