@@ -1,0 +1,151 @@
+/**
+ * Each agent's JSON lines (captured from the real CLIs at the pinned versions, shortened) map to
+ * the expected AgentEvents and runner signals.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import type { Mapped } from "../../src/agents/AgentProvider.js"
+import { parser as claude } from "../../src/agents/claude_code/ClaudeCode.js"
+import { parser as codex } from "../../src/agents/codex/Codex.js"
+import { parser as opencode } from "../../src/agents/opencode/OpenCode.js"
+
+const run = (parse: (line: string) => ReadonlyArray<Mapped>, lines: ReadonlyArray<unknown>) =>
+  lines.flatMap((line) => parse(typeof line === "string" ? line : JSON.stringify(line)))
+    .filter((mapped) => mapped._tag !== "session" || mapped.id !== "")
+
+const brief = (mapped: ReadonlyArray<Mapped>) =>
+  mapped.map((m) => m._tag === "event" ? `${m.event.type}${m.event.name ? `:${m.event.name}` : ""}` : m._tag)
+
+describe("agent stream parsers", () => {
+  it("claude: tool call, tool result, message, usage with cost, replayed steer, lifecycle", () => {
+    const session = "f367fdc8-c30c-4c45-900c-679b92675e63"
+    const out = run(claude(), [
+      { type: "system", subtype: "init", session_id: session },
+      { type: "command_lifecycle", command_uuid: "in-1", state: "started", session_id: session },
+      {
+        type: "assistant",
+        session_id: session,
+        message: { content: [{ type: "tool_use", id: "toolu_1", name: "Bash", input: { command: "printf hi > f" } }] }
+      },
+      {
+        type: "user",
+        session_id: session,
+        message: {
+          content: [{ tool_use_id: "toolu_1", type: "tool_result", content: "(Bash completed with no output)" }]
+        }
+      },
+      { type: "user", isReplay: true, uuid: "steer-1", session_id: session, message: { content: [] } },
+      { type: "assistant", session_id: session, message: { content: [{ type: "text", text: "wrote f" }] } },
+      {
+        type: "result",
+        subtype: "success",
+        is_error: false,
+        duration_ms: 340,
+        session_id: session,
+        total_cost_usd: 0.0024,
+        usage: { input_tokens: 240, cache_read_input_tokens: 16, cache_creation_input_tokens: 0, output_tokens: 60 },
+        model_usage_since_last_result: { "claude-sonnet-4-5": { costUSD: 0.0016248 } }
+      },
+      { type: "command_lifecycle", command_uuid: "in-1", state: "completed", session_id: session },
+      "not json at all"
+    ])
+    const events = out.filter((m) => m._tag !== "session")
+    assert.deepStrictEqual(brief(events), [
+      "tool_call:Bash",
+      "tool_result:Bash",
+      "accepted",
+      "message",
+      "usage",
+      "result",
+      "settled"
+    ])
+    assert.isTrue(out.some((m) => m._tag === "session" && m.id === session))
+    const usage = events.find((m) => m._tag === "event" && m.event.type === "usage")
+    assert.deepStrictEqual(usage?._tag === "event" ? usage.event.usage : undefined, {
+      input_tokens: 256,
+      output_tokens: 60,
+      cached_input_tokens: 16,
+      cost_micro_usd: 1625
+    })
+  })
+
+  it("claude: an interrupted run is a failed result without an error event", () => {
+    const out = run(claude(), [{
+      type: "result",
+      subtype: "error_during_execution",
+      is_error: true,
+      session_id: "s",
+      usage: {}
+    }])
+    assert.deepStrictEqual(brief(out.filter((m) => m._tag !== "session")), ["usage", "result"])
+    assert.deepStrictEqual(out.at(-1), { _tag: "result", ok: false })
+  })
+
+  it("codex: thread, command execution, message, usage, failure", () => {
+    const out = run(codex(), [
+      { type: "thread.started", thread_id: "01a20878-c401" },
+      { type: "turn.started" },
+      { type: "item.started", item: { id: "item_2", type: "command_execution", command: "bash -lc 'printf hi'" } },
+      {
+        type: "item.completed",
+        item: { id: "item_2", type: "command_execution", aggregated_output: "hi", exit_code: 0, status: "completed" }
+      },
+      { type: "item.completed", item: { id: "item_3", type: "agent_message", text: "wrote f" } },
+      { type: "turn.completed", usage: { input_tokens: 300, cached_input_tokens: 40, output_tokens: 50 } },
+      { type: "turn.failed", error: { message: "boom" } }
+    ])
+    assert.deepStrictEqual(brief(out), [
+      "session",
+      "tool_call:shell",
+      "tool_result:shell",
+      "message",
+      "usage",
+      "result",
+      "error",
+      "result"
+    ])
+  })
+
+  it("opencode: session on every line, tool use, text, step usage with cost, error", () => {
+    const base = { sessionID: "ses_1", timestamp: 1 }
+    const out = run(opencode(), [
+      { ...base, type: "step_start", part: { type: "step-start" } },
+      {
+        ...base,
+        type: "tool_use",
+        part: { type: "tool", tool: "bash", callID: "toolu_1", state: { status: "completed", input: {}, output: "ok" } }
+      },
+      {
+        ...base,
+        type: "step_finish",
+        part: {
+          reason: "tool-calls",
+          tokens: { input: 120, output: 30, reasoning: 0, cache: { read: 8, write: 0 } },
+          cost: 0.0008
+        }
+      },
+      { ...base, type: "text", part: { type: "text", text: "wrote f" } },
+      {
+        ...base,
+        type: "step_finish",
+        part: {
+          reason: "stop",
+          tokens: { input: 120, output: 30, reasoning: 0, cache: { read: 8, write: 0 } },
+          cost: 0.0008
+        }
+      },
+      { ...base, type: "error", error: { name: "APIError", data: { message: "cannot connect" } } }
+    ]).filter((m) => m._tag !== "session")
+    assert.deepStrictEqual(brief(out), [
+      "tool_call:bash",
+      "tool_result:bash",
+      "usage",
+      "message",
+      "usage",
+      "result",
+      "error",
+      "result"
+    ])
+    const usage = out.find((m) => m._tag === "event" && m.event.type === "usage")
+    assert.strictEqual(usage?._tag === "event" ? usage.event.usage?.cost_micro_usd : 0, 800)
+  })
+})
