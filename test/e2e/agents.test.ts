@@ -9,7 +9,7 @@ import * as NodeCrypto from "node:crypto"
 import { beforeAll } from "vitest"
 import { installTestAgents, testAgentsDir } from "../support/Agents.js"
 import { client } from "../support/Http.js"
-import { type Api, decode, eventually, readEvents, runningMachine, sh } from "../support/Machines.js"
+import { type Api, change, decode, eventually, readEvents, runningMachine, sh } from "../support/Machines.js"
 import { anthropicServer } from "../support/ModelServers.js"
 import { startServer } from "../support/TestServer.js"
 
@@ -217,6 +217,26 @@ describe("agents: claude_code", () => {
         assert.strictEqual(decode(left.exec_result.stdout_base64).trim(), "0")
       }),
     180_000
+  )
+
+  it.scopedLive(
+    "stopping the machine ends its running turn; a stopped machine takes no prompt",
+    () =>
+      Effect.gen(function*() {
+        const { api, machineId, model } = yield* setup
+        const hang = yield* prompt(api, machineId, { provider: "claude_code", text: "HANG" })
+        assert.strictEqual(hang.status, 202, hang.text)
+        yield* eventually(Effect.sync(() => model.hanging() > 0 ? true : undefined), 60_000)
+        const stop = yield* change(api, "POST", `/v1/machines/${machineId}/stop`, {})
+        assert.strictEqual(stop.status, "succeeded")
+        const ended = yield* finishedTurn(api, machineId, hang.body.conversation_id, hang.body.turn_id)
+        assert.strictEqual(ended.latest_turn.status, "failed")
+        assert.strictEqual(ended.events.at(-2).outcome, "failed")
+        const refused = yield* prompt(api, machineId, { conversation_id: hang.body.conversation_id, text: "x" })
+        assert.strictEqual(refused.status, 409)
+        assert.strictEqual(refused.body.code, "machine_not_running")
+      }),
+    120_000
   )
 
   it.scopedLive("provider-models lists the three agents; a missing agent answers 503 agents_unavailable", () =>

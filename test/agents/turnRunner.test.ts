@@ -1,0 +1,129 @@
+/**
+ * The turn runner over the real `process` driver with a stand-in agent (a shell script: the real
+ * agents are in test/e2e): interrupt escalation on the TestClock, and no process of a turn left
+ * once its scope closed, even one that left the process group.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Deferred, Effect, Exit, Fiber, Queue, Scope, TestClock } from "effect"
+import type { AgentProviderShape, Mapped } from "../../src/agents/AgentProvider.js"
+import { runTurn, type Steer, turnMarker } from "../../src/agents/TurnRunner.js"
+import { pidsWithEnv } from "../../src/drivers/HostProcess.js"
+import * as ProcessDriver from "../../src/drivers/process/ProcessDriver.js"
+import { eventually, realSleep } from "../support/Machines.js"
+import { tempDir } from "../support/TestServer.js"
+
+/** A stand-in agent: prints one JSON line per signal it gets and ignores it. */
+const stubborn = `trap 'echo "{\\"signal\\":\\"INT\\"}"' INT
+trap 'echo "{\\"signal\\":\\"TERM\\"}"' TERM
+setsid sleep 1000 &
+echo '{"ready":true}'
+while :; do sleep 1; done`
+
+const agent = (script: string): AgentProviderShape => ({
+  key: "codex",
+  npmPackage: "none",
+  npmVersion: "0",
+  bin: "none",
+  defaultModel: "none",
+  steer: "queued",
+  plan: () => ({ argv: ["/bin/sh", "-c", script], env: {}, stdin: [] }),
+  parser: () => (line: string): ReadonlyArray<Mapped> => {
+    try {
+      const parsed = JSON.parse(line)
+      return [{ _tag: "event", event: { type: "message", text: parsed.signal ?? "ready" } }]
+    } catch {
+      return []
+    }
+  }
+})
+
+const setup = (script: string) =>
+  Effect.gen(function*() {
+    const dir = yield* tempDir
+    const driver = ProcessDriver.make({ dataDir: dir })
+    const machineId = `m-${Math.random().toString(36).slice(2)}`
+    const spec = { id: machineId, size: "small" as const, image: "default", internetAccess: true, env: {} }
+    yield* driver.create(spec)
+    yield* driver.start(spec)
+    yield* Effect.addFinalizer(() => Effect.ignore(driver.destroy(machineId)))
+    const turnId = `turn-${Math.random().toString(36).slice(2)}`
+    const texts: Array<string> = []
+    const control = {
+      inbox: yield* Queue.unbounded<Steer>(),
+      stop: yield* Deferred.make<boolean>(),
+      close: Effect.succeed(true)
+    }
+    const run = runTurn(
+      {
+        driver,
+        provider: agent(script),
+        machineId,
+        turnId,
+        tools: "/nonexistent",
+        model: "m",
+        effort: null,
+        sessionId: null,
+        first: { inputId: turnId, text: "go" }
+      },
+      control,
+      {
+        event: (event) => Effect.sync(() => void texts.push(event.text ?? event.type)),
+        session: () => Effect.void,
+        accepted: () => Effect.void
+      }
+    )
+    const processes = () => pidsWithEnv(turnMarker, turnId)
+    return { run, control, texts, processes }
+  })
+
+/** The escalation waits on the Clock now (it signals through an exec first, which takes real time). */
+const graceStarted = eventually(Effect.map(TestClock.sleeps(), (sleeps) => sleeps.length > 0 ? true : undefined))
+
+describe("turn runner", () => {
+  it.scoped("interrupt: asked with SIGINT, SIGTERM after 10 s, SIGKILL 5 s later (TestClock); the turn ends interrupted", () =>
+    Effect.gen(function*() {
+      const { control, processes, run, texts } = yield* setup(stubborn)
+      const fiber = yield* Effect.fork(run)
+      yield* eventually(Effect.sync(() => texts.includes("ready") ? true : undefined))
+      yield* Deferred.succeed(control.stop, false)
+      yield* eventually(Effect.sync(() => texts.includes("INT") ? true : undefined))
+      yield* graceStarted
+      yield* TestClock.adjust("9 seconds")
+      yield* realSleep(300)
+      assert.notInclude(texts, "TERM")
+      yield* TestClock.adjust("1 second")
+      yield* eventually(Effect.sync(() => texts.includes("TERM") ? true : undefined))
+      assert.isAbove(processes().length, 0, "a stubborn agent survives SIGTERM")
+      yield* graceStarted
+      yield* TestClock.adjust("4 seconds")
+      yield* realSleep(300)
+      assert.isAbove(processes().length, 0, "no SIGKILL before 5 s")
+      yield* TestClock.adjust("1 second")
+      const outcome = yield* Fiber.join(fiber)
+      assert.strictEqual(outcome.outcome, "interrupted")
+      yield* eventually(Effect.sync(() => processes().length === 0 ? true : undefined))
+    }))
+
+  it.scoped("force kills at once", () =>
+    Effect.gen(function*() {
+      const { control, processes, run, texts } = yield* setup(stubborn)
+      const fiber = yield* Effect.fork(run)
+      yield* eventually(Effect.sync(() => texts.includes("ready") ? true : undefined))
+      yield* Deferred.succeed(control.stop, true)
+      const outcome = yield* Fiber.join(fiber)
+      assert.strictEqual(outcome.outcome, "interrupted")
+      assert.notInclude(texts, "INT")
+      yield* eventually(Effect.sync(() => processes().length === 0 ? true : undefined))
+    }))
+
+  it.scopedLive("closing the turn's scope ends every process of the turn, one that left the process group too", () =>
+    Effect.gen(function*() {
+      const { processes, run, texts } = yield* setup(stubborn)
+      const scope = yield* Scope.make()
+      yield* Effect.forkIn(run, scope)
+      yield* eventually(Effect.sync(() => texts.includes("ready") ? true : undefined))
+      assert.isAtLeast(processes().length, 2)
+      yield* Scope.close(scope, Exit.void)
+      yield* eventually(Effect.sync(() => processes().length === 0 ? true : undefined), 5_000)
+    }))
+})
