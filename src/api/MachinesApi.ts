@@ -44,6 +44,8 @@ export const MachineDto = Schema.Struct({
   internet_access: Schema.Boolean,
   auto_stop_seconds: Schema.NullOr(Schema.Int),
   idle_sleep_seconds: Schema.NullOr(Schema.Int),
+  /** Automatic snapshots (docs/snapshots.md): how many to keep, or null when off. */
+  auto_snapshot_keep: Schema.NullOr(Schema.Int),
   setup_script: Schema.NullOr(Schema.String),
   boot_id: Schema.NullOr(Uuid),
   ports: Schema.Array(Schema.Struct({ port: Schema.Int, public: Schema.Boolean, url: Schema.String })),
@@ -107,7 +109,8 @@ export const RestoreRequest = RequestBody({
 export const PatchMachineRequest = RequestBody({
   name: Schema.optional(MachineName),
   auto_stop_seconds: Schema.optional(Seconds),
-  idle_sleep_seconds: Schema.optional(Seconds)
+  idle_sleep_seconds: Schema.optional(Seconds),
+  auto_snapshot_keep: Schema.optional(Schema.NullOr(Schema.Int.pipe(Schema.between(1, 100))))
 })
 
 /** OpenSSH public key line: type, base64 key, optional comment. */

@@ -19,6 +19,7 @@ export const machineDto = (baseUrl: string) => (row: MachineRow): MachineDto => 
   internet_access: row.internet_access === 1,
   auto_stop_seconds: row.auto_stop_seconds,
   idle_sleep_seconds: row.idle_sleep_seconds,
+  auto_snapshot_keep: row.auto_snapshot_keep ?? null,
   setup_script: row.setup_script,
   boot_id: row.boot_id,
   ports: parsePorts(row.ports).map((p) => ({ port: p.port, public: p.public, url: portUrl(baseUrl, row.id, p.port) })),

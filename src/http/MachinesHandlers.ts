@@ -63,7 +63,8 @@ export const MachinesHandlers = HttpApiBuilder.group(Api, "machines", (handlers)
             machines.patch(organization.id, path.id, {
               ...(payload.name !== undefined ? { name: payload.name } : {}),
               ...(payload.auto_stop_seconds !== undefined ? { auto_stop_seconds: payload.auto_stop_seconds } : {}),
-              ...(payload.idle_sleep_seconds !== undefined ? { idle_sleep_seconds: payload.idle_sleep_seconds } : {})
+              ...(payload.idle_sleep_seconds !== undefined ? { idle_sleep_seconds: payload.idle_sleep_seconds } : {}),
+              ...(payload.auto_snapshot_keep !== undefined ? { auto_snapshot_keep: payload.auto_snapshot_keep } : {})
             }),
             dto
           )))

@@ -93,14 +93,45 @@ const make = Effect.gen(function*() {
 
   // At start: rows whose operation ended while svc was down (the store was collected when opened).
   for (const row of yield* snapshots.pending) yield* settleFromOperation(row.operation_id)
-  const events = yield* bus.subscribe
-  yield* Queue.take(events).pipe(
-    Effect.flatMap((event) =>
-      event._tag === "OperationEvent" && event.name === "end" ? settleFromOperation(event.operationId) : Effect.void
-    ),
-    Effect.forever,
-    Effect.forkScoped
-  )
+
+  /**
+   * Automatic snapshots: a stop for `auto_stop` or `idle_sleep` of a machine with
+   * `auto_snapshot_keep` set is followed by a push (`source` automatic; its idempotency key is
+   * derived from the stop, so it is asked once); once one is ready, the machine's automatic
+   * snapshots beyond the newest N are deleted (failed ones too).
+   */
+  const automatic = (operationId: string) =>
+    Effect.gen(function*() {
+      const operation = yield* operations.find(operationId)
+      if (Option.isNone(operation) || operation.value.status !== "succeeded") return
+      const machine = yield* machineRows.find(operation.value.machine_id)
+      if (Option.isNone(machine) || machine.value.auto_snapshot_keep == null) return
+      const keep = machine.value.auto_snapshot_keep
+      const { kind, stop_reason } = operation.value
+      if (kind === "stop" && (stop_reason === "auto_stop" || stop_reason === "idle_sleep")) {
+        const requester = {
+          organizationId: machine.value.organization_id,
+          userId: machine.value.created_by,
+          idempotencyKey: `auto-snapshot:${operationId}`
+        }
+        yield* push(requester, machine.value.id, "warm", "automatic").pipe(
+          Effect.catchAll((error) =>
+            Effect.logWarning("automatic snapshot not taken").pipe(
+              Effect.annotateLogs({ machine_id: machine.value.id, reason: error._tag })
+            )
+          )
+        )
+      }
+      if (kind === "snapshot") {
+        const rows = yield* snapshots.ofMachine(machine.value.id, "automatic")
+        const ready = rows.filter((row) => row.status === "ready")
+        const excess = [
+          ...rows.filter((row) => row.status === "failed"),
+          ...ready.slice(0, Math.max(0, ready.length - keep))
+        ]
+        yield* Effect.forEach(excess, removeRow, { discard: true })
+      }
+    })
 
   const acceptedOf = (answer: AcceptedChange) =>
     Effect.map(snapshots.findByOperation(answer.operation_id), (row): SnapshotAccepted => {
@@ -190,6 +221,19 @@ const make = Effect.gen(function*() {
         })),
       acceptedOf
     )
+
+  // Subscribed last: a handler may use everything above.
+  const events = yield* bus.subscribe
+  yield* Queue.take(events).pipe(
+    Effect.flatMap((event) =>
+      event._tag === "OperationEvent" && event.name === "end"
+        ? Effect.zipRight(settleFromOperation(event.operationId), automatic(event.operationId))
+        : Effect.void
+    ),
+    Effect.catchAllCause((cause) => Effect.logError("snapshot bookkeeping failed", cause)),
+    Effect.forever,
+    Effect.forkScoped
+  )
 
   return {
     push: (requester: Requester, machineId: string, tier: "warm" | "cold") => push(requester, machineId, tier, "api"),

@@ -29,7 +29,7 @@ const gunzip = promisify(NodeZlib.gunzip)
 
 export const defaultChunkSize = 1024 * 1024
 /** Files read or written at once: enough to keep the disk busy with small files. */
-const parallelFiles = 6
+const parallelFiles = 12
 
 export type Progress = (doneBytes: number, totalBytes: number) => void
 
@@ -77,10 +77,12 @@ export class SnapshotStore {
   /** Creates the folders and empties `tmp` (what a crash left there is garbage). */
   async open() {
     await NodeFs.rm(this.tmp, { recursive: true, force: true })
-    for (
-      const folder of [this.manifests, this.tmp, NodePath.join(this.chunks, "warm"), NodePath.join(this.chunks, "cold")]
-    ) {
-      await NodeFs.mkdir(folder, { recursive: true })
+    for (const folder of [this.manifests, this.tmp]) await NodeFs.mkdir(folder, { recursive: true })
+    // Every prefix folder made once, so writing a chunk is a write and a rename.
+    for (const tier of ["warm", "cold"] as const) {
+      for (let prefix = 0; prefix < 256; prefix++) {
+        await NodeFs.mkdir(NodePath.join(this.chunks, tier, prefix.toString(16).padStart(2, "0")), { recursive: true })
+      }
     }
     return this
   }
@@ -142,7 +144,6 @@ export class SnapshotStore {
         const bytes = request.tier === "cold" ? await gzip(data) : data
         const temporary = this.temporary()
         await NodeFs.writeFile(temporary, bytes)
-        await NodeFs.mkdir(NodePath.dirname(path), { recursive: true })
         await NodeFs.rename(temporary, path)
         uploaded += bytes.byteLength
         return hash

@@ -96,12 +96,12 @@ export const makeSkeleton = async (root: string, entries: ReadonlyArray<TreeEntr
   }
 }
 
-/** Metadata of every entry, children before their folders. */
+/** Metadata of every entry: files and symlinks (many at once), then folders, deepest first. */
 export const finishMetadata = async (root: string, entries: ReadonlyArray<TreeEntry>) => {
-  for (let index = entries.length - 1; index >= 0; index--) {
-    const entry = entries[index]!
-    await applyMetadata(entry.path === "" ? root : NodePath.join(root, entry.path), entry)
-  }
+  const at = (entry: TreeEntry) => entry.path === "" ? root : NodePath.join(root, entry.path)
+  await inPool(entries.filter((entry) => entry.type !== "dir"), 16, (entry) => applyMetadata(at(entry), entry))
+  const folders = entries.filter((entry) => entry.type === "dir")
+  for (let index = folders.length - 1; index >= 0; index--) await applyMetadata(at(folders[index]!), folders[index]!)
 }
 
 /**
@@ -112,7 +112,7 @@ export const copyTree = async (from: string, to: string, onBytes: (bytes: number
   const entries = await walk(from)
   await makeSkeleton(to, entries)
   const files = entries.filter((entry) => entry.type === "file")
-  await inPool(files, 8, async (entry) => {
+  await inPool(files, 16, async (entry) => {
     await NodeFs.copyFile(NodePath.join(from, entry.path), NodePath.join(to, entry.path))
     onBytes(entry.size)
   })

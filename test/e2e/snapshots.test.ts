@@ -4,7 +4,7 @@
  * dedup proven by `uploaded_bytes` and garbage collection by the store's size on disk.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, TestClock } from "effect"
 import { pushed, snapshotSettled, storeBytes } from "../snapshots/support.js"
 import { client } from "../support/Http.js"
 import { change, eventually, readEvents, runningMachine, settled, sh } from "../support/Machines.js"
@@ -118,6 +118,16 @@ describe("snapshots", () => {
         "resource_not_found"
       )
       assert.isAbove(storeBytes(server.config.dataDir), 3_000_000)
+
+      // A read-only key reads snapshots but may not push or delete them.
+      const made = yield* api("POST", "/v1/api-keys", { json: { name: "reader", preset: "read_only" } })
+      assert.strictEqual(made.status, 201, made.text)
+      const reader = client(server.url, { key: made.body.secret })
+      assert.strictEqual((yield* reader("GET", `/v1/snapshots/${second.id}`)).status, 200)
+      const denied = yield* reader("POST", `/v1/machines/${id}/snapshots`, { json: {} })
+      assert.deepStrictEqual([denied.status, denied.body.code], [403, "insufficient_scope"])
+      assert.strictEqual((yield* reader("DELETE", `/v1/snapshots/${second.id}`)).status, 403)
+      assert.strictEqual((yield* client(server.url)("GET", `/v1/snapshots/${second.id}`)).status, 401)
     }))
 
   it.scopedLive("delete, bulk delete and delete by source; pending pushes are kept; the store is collected", () =>
@@ -190,5 +200,42 @@ describe("snapshots", () => {
       const fourth = yield* pushed(api, id)
       assert.strictEqual((yield* api("DELETE", `/v1/snapshots/${fourth.id}`)).status, 204)
       assert.strictEqual((yield* api("GET", `/v1/machines/${id}/snapshots/latest`)).body.code, "no_snapshot")
+    }))
+
+  it.scoped("automatic snapshots: taken when auto_stop stops the machine, the newest N kept", () =>
+    Effect.gen(function*() {
+      const { api } = yield* setup()
+      const id = yield* runningMachine(api, "auto", { auto_stop_seconds: 60 })
+      const off = (yield* api("GET", `/v1/machines/${id}`)).body
+      assert.isNull(off.auto_snapshot_keep)
+      const set = yield* api("PATCH", `/v1/machines/${id}`, { json: { auto_snapshot_keep: 2 } })
+      assert.strictEqual(set.body.auto_snapshot_keep, 2)
+      assert.strictEqual((yield* api("PATCH", `/v1/machines/${id}`, { json: { auto_snapshot_keep: 0 } })).status, 422)
+
+      // A stop through the API takes none.
+      yield* change(api, "POST", `/v1/machines/${id}/stop`, {})
+      const automaticOnes = Effect.map(
+        api("GET", `/v1/machines/${id}/snapshots`),
+        (reply) => (reply.body.items as Array<any>).filter((s) => s.source === "automatic")
+      )
+      const taken: Array<string> = []
+      for (let round = 1; round <= 3; round++) {
+        yield* change(api, "POST", `/v1/machines/${id}/start`, {})
+        yield* sh(api, id, `echo round ${round} > /workspace/round`)
+        yield* TestClock.adjust("61 seconds")
+        const ready = yield* eventually(Effect.map(automaticOnes, (items) => {
+          const newest = items[items.length - 1]
+          return newest !== undefined && !taken.includes(newest.id) && newest.status === "ready" ? items : undefined
+        }))
+        taken.push(ready[ready.length - 1].id)
+      }
+      // The oldest of the three went once the third was ready: two kept, newest last.
+      const kept = yield* eventually(Effect.map(automaticOnes, (items) => items.length === 2 ? items : undefined))
+      assert.deepStrictEqual(kept.map((s: any) => s.id), taken.slice(1))
+      assert.strictEqual((yield* api("GET", `/v1/machines/${id}/snapshots`)).body.items.length, 2, "no api snapshots")
+      const latest = (yield* api("GET", `/v1/machines/${id}/snapshots/latest`)).body
+      assert.deepStrictEqual([latest.id, latest.source], [taken[2], "automatic"])
+      const deleted = yield* api("DELETE", `/v1/machines/${id}/snapshots?source=automatic`)
+      assert.strictEqual(deleted.body.deleted, 2)
     }))
 })
