@@ -6,7 +6,7 @@
  */
 import { Cause, Clock, Context, Deferred, Effect, Layer, Option, Queue } from "effect"
 import { AppConfig } from "../config/AppConfig.js"
-import type { MachineState } from "../domain/MachineStates.js"
+import { type MachineState, makesMachine } from "../domain/MachineStates.js"
 import { MachineDriver } from "../drivers/MachineDriver.js"
 import { type DomainEvent, DomainEvents } from "../events/DomainEvents.js"
 import { EnvironmentsRepo } from "../persistence/EnvironmentsRepo.js"
@@ -219,7 +219,14 @@ const make = Effect.gen(function*() {
     Effect.gen(function*() {
       const outcome = { status: "failed", errorCode: "no_capacity" } as const
       const machine = yield* machines.find(operation.machine_id)
-      if (operation.kind !== "create" || Option.isNone(machine)) return outcome
+      if (!makesMachine(operation.kind) || Option.isNone(machine)) return outcome
+      // A fork, a restore or a machine from a template gets its disk from its source first.
+      const filled = operation.kind !== "create" || JSON.parse(operation.request).template_snapshot_id !== undefined
+        ? yield* Effect.either(snapshotWork.fill(operation, machine.value, () => Effect.void))
+        : undefined
+      if (filled !== undefined && (filled._tag === "Left" || Option.isSome(filled.right))) {
+        return { ...outcome, machine: { state: "failed" } as const }
+      }
       const created = yield* Effect.either(driver.create(specOf(machine.value, {})))
       return { ...outcome, machine: { state: created._tag === "Right" ? "stopped" : "failed" } as const }
     })

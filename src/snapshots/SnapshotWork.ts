@@ -132,8 +132,12 @@ const make = Effect.gen(function*() {
     fill: (operation: OperationRow, machine: MachineRow, onProgress: ProgressHook) =>
       Effect.gen(function*() {
         const target = driver.diskPath(machine.id)
-        if (NodeFs.existsSync(target)) return Option.none<string>()
         const request = JSON.parse(operation.request) as Record<string, unknown>
+        if (NodeFs.existsSync(target)) {
+          // Filled before a crash: a fork may have died before resuming its source.
+          if (operation.kind === "fork") yield* Effect.ignore(driver.thaw(String(request.source_machine_id)))
+          return Option.none<string>()
+        }
         if (operation.kind === "fork") {
           const source = yield* machines.find(String(request.source_machine_id))
           if (Option.isNone(source) || source.value.state === "deleted") return Option.some("machine_deleted")

@@ -4,14 +4,15 @@
  * every error code of those routes. Real server, real sandboxes.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, TestClock } from "effect"
 import * as NodeCrypto from "node:crypto"
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
+import { defaultHostCapacity } from "../../src/config/AppConfig.js"
 import { walk } from "../../src/snapshots/Tree.js"
 import { pushed, snapshotSettled } from "../snapshots/support.js"
 import { client } from "../support/Http.js"
-import { change, decode, readEvents, runningMachine, settled, sh } from "../support/Machines.js"
+import { change, decode, eventually, readEvents, runningMachine, settled, sh } from "../support/Machines.js"
 import { startServer } from "../support/TestServer.js"
 
 const setup = (snapshots = { perMachine: 50, templatesPerOrganization: 100 }) =>
@@ -209,5 +210,36 @@ describe("templates, restore and fork", () => {
       ).trim().split("\n").map(Number)
       assert.isAbove(still[1]!, still[0]!, "the source runs on after the fork")
       yield* change(api, "POST", `/v1/machines/${id}/stop`, { force: true })
+    }))
+
+  it.scoped("a fork that waits too long for a host slot still gets its source's disk, stopped", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer({
+        runtime: "sandbox",
+        capacity: { ...defaultHostCapacity(), maxRunning: 1, queueSeconds: 120 }
+      })
+      const api = client(server.url, { key: (yield* server.bootstrap("owner@example.com")).api_key })
+      yield* runningMachine(api, "holds-the-slot")
+      const source = (yield* api("POST", "/v1/machines", { json: { name: "quiet", start: false } })).body
+      assert.strictEqual((yield* settled(api, source.operation_id)).status, "succeeded")
+      const disk = NodePath.join(server.config.dataDir, "machines", source.machine_id, "disk")
+      NodeFs.writeFileSync(NodePath.join(disk, "workspace", "kept.txt"), "kept\n")
+      const forked = yield* api("POST", `/v1/machines/${source.machine_id}/fork`, { json: { name: "waits" } })
+      assert.strictEqual(forked.status, 202)
+      yield* eventually(
+        Effect.map(
+          api("GET", `/v1/operations/${forked.body.operation_id}`),
+          (reply) => reply.body.starting_soon !== null ? true : undefined
+        )
+      )
+      yield* TestClock.adjust("121 seconds")
+      const operation = yield* settled(api, forked.body.operation_id)
+      assert.deepStrictEqual([operation.status, operation.error_code], ["failed", "no_capacity"])
+      const machine = (yield* api("GET", `/v1/machines/${forked.body.machine_id}`)).body
+      assert.strictEqual(machine.state, "stopped")
+      assert.deepStrictEqual(
+        yield* picture(server.config.dataDir, machine.id),
+        yield* picture(server.config.dataDir, source.machine_id)
+      )
     }))
 })
