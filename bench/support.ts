@@ -10,8 +10,18 @@ import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
 import { Pool } from "undici"
 
-/** SVC_BENCH_BIN runs another entry (e.g. compiled JavaScript) instead of the tsx one. */
-const bin = NodePath.resolve(process.env.SVC_BENCH_BIN ?? "bin/svc.mjs")
+/**
+ * The product as `npm start` runs it: the bundle through its launcher, dist/svc (built here first).
+ * SVC_BENCH_BIN names another node entry instead (bin/svc.mjs: the sources through tsx).
+ */
+const customBin = process.env.SVC_BENCH_BIN
+if (customBin === undefined) NodeChild.execFileSync(process.execPath, ["bin/build.mjs"], { stdio: "inherit" })
+// SVC_BENCH_NODE_ARGS reach the server only (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof").
+const nodeArgs = (process.env.SVC_BENCH_NODE_ARGS ?? "").split(" ").filter((arg) => arg !== "")
+const svcCommand = (args: ReadonlyArray<string>): [string, Array<string>, Record<string, string>] =>
+  customBin === undefined
+    ? [NodePath.resolve("dist/svc"), [...args], { NODE_OPTIONS: nodeArgs.join(" ") }]
+    : [process.execPath, [...nodeArgs, NodePath.resolve(customBin), ...args], {}]
 
 export const tempDir = (prefix: string) => NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), `svc-bench-${prefix}-`))
 
@@ -36,17 +46,17 @@ export interface Served {
 export const serve = async (env: Record<string, string> = {}): Promise<Served> => {
   const dataDir = tempDir("data")
   const port = await freePort()
+  const [command, serveArgs, launchEnv] = svcCommand(["serve"])
   const fullEnv = {
     ...process.env,
+    ...launchEnv,
     SVC_DATA_DIR: dataDir,
     SVC_PORT: String(port),
     SVC_LOG_LEVEL: "info",
     SVC_BILLING: "unlimited",
     ...env
   }
-  // SVC_BENCH_NODE_ARGS reach the server only (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof").
-  const nodeArgs = (process.env.SVC_BENCH_NODE_ARGS ?? "").split(" ").filter((arg) => arg !== "")
-  const child = NodeChild.spawn(process.execPath, [...nodeArgs, bin, "serve"], {
+  const child = NodeChild.spawn(command, serveArgs, {
     env: fullEnv,
     stdio: ["ignore", "ignore", "pipe"]
   })
@@ -58,9 +68,8 @@ export const serve = async (env: Record<string, string> = {}): Promise<Served> =
     })
     child.on("exit", (code) => reject(new Error(`svc serve exited ${code}: ${stderr}`)))
   })
-  const boot = NodeChild.execFileSync(process.execPath, [bin, "admin", "bootstrap", "--email", "bench@example.com"], {
-    env: fullEnv
-  })
+  const [bootCommand, bootArgs] = svcCommand(["admin", "bootstrap", "--email", "bench@example.com"])
+  const boot = NodeChild.execFileSync(bootCommand, bootArgs, { env: { ...fullEnv, NODE_OPTIONS: "" } })
   const apiKey = JSON.parse(boot.toString()).api_key as string
   return {
     url: `http://127.0.0.1:${port}`,

@@ -106,8 +106,8 @@ export const defaultLimits: Readonly<Record<Tier, TierLimits>> = {
 
 export class AppConfig extends Context.Tag("svc/AppConfig")<AppConfig, AppConfigShape>() {}
 
-/** A checkout runs TypeScript sources; the installed binary does not. */
-const runsFromCheckout = fileURLToPath(import.meta.url).endsWith(".ts")
+/** A checkout runs its sources or its own bundle (dist/); an installed package lives in node_modules. */
+const runsFromCheckout = !fileURLToPath(import.meta.url).split(NodePath.sep).includes("node_modules")
 
 const defaultDataDir = () =>
   runsFromCheckout

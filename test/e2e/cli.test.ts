@@ -5,8 +5,9 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { run, serve } from "../support/Binary.js"
+import { buildBundle, bundle, destroyMachines, run, serve } from "../support/Binary.js"
 import { request } from "../support/Http.js"
+import { eventually } from "../support/Machines.js"
 import { freePort, tempDir } from "../support/TestServer.js"
 
 const bootstrapLine =
@@ -85,5 +86,38 @@ describe("svc binary", () => {
         assert.deepStrictEqual((yield* request(base, "GET", "/v1/machines", { headers })).body.items, [])
       }),
     60_000
+  )
+
+  it.scopedLive(
+    "the bundle npm start runs (dist/svc) serves the same API and runs sandboxed machines",
+    () =>
+      Effect.gen(function*() {
+        yield* buildBundle
+        const dataDir = yield* tempDir
+        const port = yield* freePort
+        yield* Effect.addFinalizer(() => destroyMachines(dataDir, "sandbox"))
+        yield* serve({ SVC_DATA_DIR: dataDir, SVC_PORT: String(port), SVC_BILLING: "unlimited" }, bundle)
+        const boot = yield* run(
+          ["admin", "bootstrap", "--email", "bundle@example.com", "--data-dir", dataDir],
+          {},
+          bundle
+        )
+        assert.strictEqual(boot.code, 0, boot.stderr)
+        const headers = { authorization: `Bearer ${JSON.parse(boot.stdout).api_key}` }
+        const base = `http://127.0.0.1:${port}`
+        const create = yield* request(base, "POST", "/v1/machines", { headers, json: { name: "bundled", start: true } })
+        assert.strictEqual(create.status, 202)
+        const exec = yield* request(base, "POST", `/v1/machines/${create.body.machine_id}/exec`, {
+          headers,
+          json: { shell: "echo from the bundle" }
+        })
+        assert.strictEqual(exec.status, 202)
+        const done = yield* eventually(Effect.map(
+          request(base, "GET", `/v1/operations/${exec.body.operation_id}`, { headers }),
+          (reply) => reply.body.status === "succeeded" || reply.body.status === "failed" ? reply : undefined
+        ))
+        assert.strictEqual(Buffer.from(done.body.exec_result.stdout_base64, "base64").toString(), "from the bundle\n")
+      }),
+    120_000
   )
 })

@@ -9,6 +9,14 @@ import * as SandboxDriver from "../../src/drivers/sandbox/SandboxDriver.js"
 
 export const bin = NodePath.resolve("bin/svc.mjs")
 
+/** How to start svc: the sources through tsx (bin/svc.mjs), or the bundle `npm start` runs. */
+export type Entry = readonly [command: string, ...args: Array<string>]
+export const sources: Entry = [process.execPath, bin]
+export const bundle: Entry = [NodePath.resolve("dist/svc")]
+
+/** Builds the bundle and its launcher (bin/build.mjs), as `npm start` does first. */
+export const buildBundle = Effect.sync(() => NodeChild.execFileSync(process.execPath, ["bin/build.mjs"]))
+
 export interface Finished {
   readonly code: number | null
   readonly stdout: string
@@ -16,11 +24,11 @@ export interface Finished {
 }
 
 /** Runs `svc ARGS` to its end. */
-export const run = (args: ReadonlyArray<string>, env: Record<string, string> = {}) =>
+export const run = (args: ReadonlyArray<string>, env: Record<string, string> = {}, entry: Entry = sources) =>
   Effect.async<Finished>((resume) => {
     const child = NodeChild.execFile(
-      process.execPath,
-      [bin, ...args],
+      entry[0],
+      [...entry.slice(1), ...args],
       { env: { ...process.env, ...env } },
       (error) =>
         resume(Effect.succeed({
@@ -41,10 +49,10 @@ const exited = (child: NodeChild.ChildProcess) => child.exitCode !== null || chi
  * `svc serve` in the background until the test's scope closes (or the test kills it); resolves
  * once it listens.
  */
-export const serve = (env: Record<string, string>) =>
+export const serve = (env: Record<string, string>, entry: Entry = sources) =>
   Effect.acquireRelease(
     Effect.async<NodeChild.ChildProcess>((resume) => {
-      const child = NodeChild.spawn(process.execPath, [bin, "serve"], { env: { ...process.env, ...env } })
+      const child = NodeChild.spawn(entry[0], [...entry.slice(1), "serve"], { env: { ...process.env, ...env } })
       let stderr = ""
       child.stderr.on("data", (chunk) => {
         stderr += chunk
