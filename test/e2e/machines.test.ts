@@ -3,8 +3,8 @@
  * (bubblewrap), real SQLite. Live clock: these tests wait for real processes.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect } from "effect"
 import Database from "better-sqlite3"
+import { Effect } from "effect"
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
 import { client } from "../support/Http.js"
