@@ -61,7 +61,7 @@ export const turnMarker = "SVC_AGENT_TURN"
 const signals: Record<Step, string> = { ask: "INT", term: "TERM", kill: "KILL" }
 
 /** Sends `signal` to every process of the machine whose environment holds the turn's marker. */
-const sweep = (driver: MachineDriverShape, machineId: string, turnId: string, signal: string) =>
+export const sweep = (driver: MachineDriverShape, machineId: string, turnId: string, signal: string) =>
   driver.exec(machineId, {
     argv: [
       "/bin/sh",

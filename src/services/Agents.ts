@@ -11,7 +11,7 @@ import type { AgentProviderShape, EventBody } from "../agents/AgentProvider.js"
 import { catalogue, priced, publicModel } from "../agents/Catalogue.js"
 import { providers } from "../agents/Providers.js"
 import { installed, readVersions } from "../agents/Tools.js"
-import { runTurn, type Steer, type TurnOutcome } from "../agents/TurnRunner.js"
+import { runTurn, type Steer, sweep, type TurnOutcome } from "../agents/TurnRunner.js"
 import {
   type AgentEvent,
   type AgentInputAccepted,
@@ -133,8 +133,10 @@ const make = Effect.gen(function*() {
       yield* wake(turn.conversation_id)
     })
 
-  // Turns left open by an earlier process: their agents ended with it (their scope closed).
+  // Turns left open by an earlier process. A graceful stop ended their agents; after a crash they
+  // may still run in machines that outlived it, so they are killed first.
   for (const turn of yield* repo.openTurns) {
+    yield* sweep(driver, turn.machine_id, turn.id, "KILL")
     yield* finish(
       turn,
       { outcome: "failed", exitCode: null, errorCode: "server_restarted" },

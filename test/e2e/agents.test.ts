@@ -220,6 +220,47 @@ describe("agents: claude_code", () => {
   )
 
   it.scopedLive(
+    "attachments are written into the machine and named in the prompt; their limits",
+    () =>
+      Effect.gen(function*() {
+        const { api, machineId, model } = yield* setup
+        const data = Buffer.from("attached text\n").toString("base64")
+        const started = yield* prompt(api, machineId, {
+          provider: "claude_code",
+          text: "read the notes",
+          attachments: [{ name: "notes.txt", data_base64: data, media_type: "text/plain" }]
+        })
+        assert.strictEqual(started.status, 202, started.text)
+        const done = yield* finishedTurn(api, machineId, started.body.conversation_id, started.body.turn_id)
+        assert.strictEqual(done.latest_turn.status, "completed")
+        const path = `.svc/attachments/${started.body.turn_id}/notes.txt`
+        const cat = yield* sh(api, machineId, `cat /root/${path}`)
+        assert.strictEqual(decode(cat.exec_result.stdout_base64), "attached text\n")
+        assert.isTrue(model.requests.some((request) => JSON.stringify(request.body).includes(path)))
+
+        const many = Array.from({ length: 17 }, (_, i) => ({ name: `f${i}`, data_base64: data }))
+        const tooMany = yield* prompt(api, machineId, { provider: "claude_code", text: "x", attachments: many })
+        assert.strictEqual(tooMany.status, 422)
+        assert.strictEqual(tooMany.body.field_errors[0].field, "attachments")
+        const big = Buffer.alloc(8 * 1024 * 1024 + 1, 1).toString("base64")
+        const tooBig = yield* prompt(api, machineId, {
+          provider: "claude_code",
+          text: "x",
+          attachments: [{ name: "a", data_base64: big }, { name: "b", data_base64: big }]
+        })
+        assert.strictEqual(tooBig.status, 413)
+        assert.strictEqual(tooBig.body.code, "body_too_large")
+        const badName = yield* prompt(api, machineId, {
+          provider: "claude_code",
+          text: "x",
+          attachments: [{ name: "../escape", data_base64: data }]
+        })
+        assert.strictEqual(badName.status, 422)
+      }),
+    120_000
+  )
+
+  it.scopedLive(
     "stopping the machine ends its running turn; a stopped machine takes no prompt",
     () =>
       Effect.gen(function*() {
