@@ -4,7 +4,7 @@
  * on loopback (the machine shares the host's network: `internet_access: true`). Live clock.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Redacted } from "effect"
+import { Effect, Redacted, TestClock } from "effect"
 import * as NodeCrypto from "node:crypto"
 import { beforeAll } from "vitest"
 import { installTestAgents, testAgentsDir } from "../support/Agents.js"
@@ -276,6 +276,31 @@ describe("agents: claude_code", () => {
         const refused = yield* prompt(api, machineId, { conversation_id: hang.body.conversation_id, text: "x" })
         assert.strictEqual(refused.status, 409)
         assert.strictEqual(refused.body.code, "machine_not_running")
+      }),
+    120_000
+  )
+
+  it.scoped(
+    "a prompt's idempotency key replays its turn for 24 hours, then is forgotten (TestClock)",
+    () =>
+      Effect.gen(function*() {
+        const { api, machineId } = yield* setup
+        const first = yield* prompt(api, machineId, { provider: "claude_code", text: "hello" }, "daily-key")
+        assert.strictEqual(first.status, 202, first.text)
+        yield* finishedTurn(api, machineId, first.body.conversation_id, first.body.turn_id)
+        yield* TestClock.adjust("23 hours")
+        const again = yield* prompt(api, machineId, { provider: "claude_code", text: "hello" }, "daily-key")
+        assert.strictEqual(again.body.turn_id, first.body.turn_id)
+        yield* TestClock.adjust("2 hours")
+        // The hourly cleanup runs on the TestClock but commits in real time: repeat until it has.
+        const fresh = yield* eventually(
+          Effect.map(
+            prompt(api, machineId, { provider: "claude_code", text: "hello" }, "daily-key"),
+            (reply) => reply.body?.turn_id !== first.body.turn_id ? reply : undefined
+          )
+        )
+        assert.strictEqual(fresh.status, 202, fresh.text)
+        yield* finishedTurn(api, machineId, fresh.body.conversation_id, fresh.body.turn_id)
       }),
     120_000
   )
