@@ -10,9 +10,9 @@ import { Effect, Layer } from "effect"
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
 import { AppConfig } from "../config/AppConfig.js"
-import { loader } from "./Migrations.js"
+import { applyMissing, loader } from "./Migrations.js"
 
-const migrate = Migrator.make({})({ loader })
+const migrate = Effect.zipRight(applyMissing(), Migrator.make({})({ loader }))
 
 const pragmas = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient

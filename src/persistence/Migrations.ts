@@ -37,3 +37,33 @@ export const loader: Migrator.Loader = Effect.sync(() =>
       return [Number(id), name!, Effect.succeed(migration(text))] as const
     })
 )
+
+/**
+ * Migrations written on parallel branches can land with an id below one a database already has
+ * (0005 landing after 0007). The Migrator only runs ids above the highest applied one, so such a
+ * migration would never run there: this runs every missing id below it first, in id order, and
+ * records it the way the Migrator does. Fresh databases have no gaps and skip straight past.
+ */
+export const applyMissing = (migrations: Migrator.Loader = loader, table = "effect_sql_migrations") =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const exists = yield* sql<{ n: number }>`SELECT COUNT(*) AS n FROM sqlite_master
+      WHERE type = 'table' AND name = ${table}`
+    if (Number(exists[0]?.n ?? 0) === 0) return []
+    const applied = new Set(
+      (yield* sql<{ migration_id: number }>`SELECT migration_id FROM ${sql(table)}`).map((row) => row.migration_id)
+    )
+    const latest = Math.max(0, ...applied)
+    const missing = (yield* Effect.orDie(migrations)).filter(([id]) => id < latest && !applied.has(id))
+    for (const [id, name, load] of missing) {
+      yield* sql.withTransaction(Effect.gen(function*() {
+        // Our loader's migrations need only the SqlClient (see `migration` above).
+        yield* Effect.orDie(Effect.flatten(load) as Effect.Effect<unknown, unknown, SqlClient.SqlClient>)
+        yield* sql`INSERT INTO ${sql(table)} ${sql.insert({ migration_id: id, name })}`
+      }))
+      yield* Effect.logWarning("applied a migration that landed after a later one").pipe(
+        Effect.annotateLogs({ migration_id: id, migration_name: name })
+      )
+    }
+    return missing.map(([id, name]) => [id, name] as const)
+  })
