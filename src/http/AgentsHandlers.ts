@@ -3,19 +3,8 @@ import { Effect, Stream } from "effect"
 import type { AgentEvent } from "../api/AgentsApi.js"
 import { Api } from "../api/Api.js"
 import { Agents } from "../services/Agents.js"
-import { idempotencyKeyOf, type Requester } from "../services/Machines.js"
-import { currentOrganization, currentUser } from "./CallerContext.js"
 
-const requester = (headers: { readonly "idempotency-key"?: string | undefined }) =>
-  Effect.gen(function*() {
-    const organization = yield* currentOrganization
-    const user = yield* currentUser
-    return {
-      organizationId: organization.id,
-      userId: user.id,
-      idempotencyKey: idempotencyKeyOf(headers["idempotency-key"])
-    } satisfies Requester
-  })
+import { currentOrganization, requester } from "./CallerContext.js"
 
 const encoder = new TextEncoder()
 /** One SSE `agent` event; its id is the cursor after it (its seq). */

@@ -1,9 +1,22 @@
 /** Reading the Caller inside handlers whose policy guarantees a user (and an organization). */
 import { Effect, Option } from "effect"
 import { Caller } from "../api/Authorization.js"
+import { idempotencyKeyOf, type Requester } from "../services/Machines.js"
 
 export const currentUser = Effect.map(Caller, (caller) => Option.getOrThrow(caller.user))
 
 export const currentOrganization = Effect.map(Caller, (caller) => Option.getOrThrow(caller.organization))
 
 export const currentCredential = Effect.map(Caller, (caller) => Option.getOrThrow(caller.credential))
+
+/** Who asks for a change, in which organization, under which `Idempotency-Key` ([IDEM] routes). */
+export const requester = (headers: { readonly "idempotency-key"?: string | undefined }) =>
+  Effect.gen(function*() {
+    const organization = yield* currentOrganization
+    const user = yield* currentUser
+    return {
+      organizationId: organization.id,
+      userId: user.id,
+      idempotencyKey: idempotencyKeyOf(headers["idempotency-key"])
+    } satisfies Requester
+  })

@@ -4,22 +4,11 @@ import { Api } from "../api/Api.js"
 import { iso } from "../api/Dto.js"
 import { AppConfig } from "../config/AppConfig.js"
 import { MachinesRepo } from "../persistence/MachinesRepo.js"
-import { idempotencyKeyOf, Machines, type Requester } from "../services/Machines.js"
+import { Machines } from "../services/Machines.js"
 import { PortTokens } from "../services/PortTokens.js"
 import { Snapshots } from "../services/Snapshots.js"
-import { currentOrganization, currentUser } from "./CallerContext.js"
+import { currentOrganization, currentUser, requester } from "./CallerContext.js"
 import { machineDto } from "./MachineDtos.js"
-
-const requester = (headers: { readonly "idempotency-key"?: string | undefined }) =>
-  Effect.gen(function*() {
-    const organization = yield* currentOrganization
-    const user = yield* currentUser
-    return {
-      organizationId: organization.id,
-      userId: user.id,
-      idempotencyKey: idempotencyKeyOf(headers["idempotency-key"])
-    } satisfies Requester
-  })
 
 export const MachinesHandlers = HttpApiBuilder.group(Api, "machines", (handlers) =>
   Effect.gen(function*() {

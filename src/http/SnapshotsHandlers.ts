@@ -5,9 +5,9 @@ import { Api } from "../api/Api.js"
 import { iso, isoOrNull } from "../api/Dto.js"
 import type { SnapshotDto } from "../api/SnapshotsApi.js"
 import type { SnapshotRow } from "../persistence/SnapshotsRepo.js"
-import { idempotencyKeyOf, type Requester } from "../services/Machines.js"
+
 import { Snapshots } from "../services/Snapshots.js"
-import { currentOrganization, currentUser } from "./CallerContext.js"
+import { currentOrganization, requester } from "./CallerContext.js"
 
 export const snapshotDto = (row: SnapshotRow): SnapshotDto => ({
   id: row.id,
@@ -27,17 +27,6 @@ export const snapshotDto = (row: SnapshotRow): SnapshotDto => ({
   created_at: iso(row.created_at),
   completed_at: isoOrNull(row.completed_at)
 })
-
-const requester = (headers: { readonly "idempotency-key"?: string | undefined }) =>
-  Effect.gen(function*() {
-    const organization = yield* currentOrganization
-    const user = yield* currentUser
-    return {
-      organizationId: organization.id,
-      userId: user.id,
-      idempotencyKey: idempotencyKeyOf(headers["idempotency-key"])
-    } satisfies Requester
-  })
 
 /** One page of rows fetched with limit + 1: the extra row says there is a next page. */
 const pageOf = (rows: ReadonlyArray<SnapshotRow>, limit: number) => {

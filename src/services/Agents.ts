@@ -351,6 +351,23 @@ const make = Effect.gen(function*() {
   const promptFingerprint = (machineId: string, body: AgentPromptRequest) =>
     sha256(`agents.prompt ${machineId} ${canonicalJson(body)}`)
 
+  /** The answer an input (steer, interrupt) gave first, when its idempotency key was used already. */
+  const replayedInput = (requester: Requester, fingerprint: string, kind: "steer" | "interrupt") =>
+    Effect.gen(function*() {
+      const again = yield* checkKey(requester, fingerprint)
+      if (Option.isNone(again)) return Option.none<AgentInputAccepted>()
+      const turn = yield* currentTurn(again.value.turn_id)
+      return Option.some(
+        {
+          conversation_id: turn.conversation_id,
+          turn_id: turn.id,
+          input_id: again.value.input_id!,
+          kind,
+          stopped: turn.finished_at !== null
+        } satisfies AgentInputAccepted
+      )
+    })
+
   return {
     prompt: (requester: Requester, machineId: string, body: AgentPromptRequest) =>
       Effect.gen(function*() {
@@ -463,17 +480,8 @@ const make = Effect.gen(function*() {
     steer: (requester: Requester, machineId: string, body: { conversation_id: string; text: string }) =>
       Effect.gen(function*() {
         const fingerprint = sha256(`agents.steer ${machineId} ${canonicalJson(body)}`)
-        const again = yield* checkKey(requester, fingerprint)
-        if (Option.isSome(again)) {
-          const turn = yield* currentTurn(again.value.turn_id)
-          return {
-            conversation_id: turn.conversation_id,
-            turn_id: turn.id,
-            input_id: again.value.input_id!,
-            kind: "steer",
-            stopped: turn.finished_at !== null
-          } satisfies AgentInputAccepted
-        }
+        const again = yield* replayedInput(requester, fingerprint, "steer")
+        if (Option.isSome(again)) return again.value
         const machine = yield* requireRunning(requester.organizationId, machineId)
         const conversation = yield* findConversation(machine.id, body.conversation_id)
         const open = yield* repo.openTurn(conversation.id)
@@ -513,17 +521,8 @@ const make = Effect.gen(function*() {
     interrupt: (requester: Requester, machineId: string, body: { conversation_id: string; force: boolean }) =>
       Effect.gen(function*() {
         const fingerprint = sha256(`agents.interrupt ${machineId} ${canonicalJson(body)}`)
-        const again = yield* checkKey(requester, fingerprint)
-        if (Option.isSome(again)) {
-          const turn = yield* currentTurn(again.value.turn_id)
-          return {
-            conversation_id: turn.conversation_id,
-            turn_id: turn.id,
-            input_id: again.value.input_id!,
-            kind: "interrupt",
-            stopped: turn.finished_at !== null
-          } satisfies AgentInputAccepted
-        }
+        const again = yield* replayedInput(requester, fingerprint, "interrupt")
+        if (Option.isSome(again)) return again.value
         const machine = yield* requireRunning(requester.organizationId, machineId)
         const conversation = yield* findConversation(machine.id, body.conversation_id)
         const open = yield* repo.openTurn(conversation.id)

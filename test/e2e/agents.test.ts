@@ -186,12 +186,16 @@ describe("agents: claude_code", () => {
         const busy = yield* prompt(api, machineId, { conversation_id: conversationId, text: "again" })
         assert.strictEqual(busy.status, 409)
         assert.strictEqual(busy.body.code, "agent_turn_running")
-        const steer = yield* api("POST", `/v1/machines/${machineId}/agents/steer`, {
-          json: { conversation_id: conversationId, text: "steered words" }
+        const steerOnce = api("POST", `/v1/machines/${machineId}/agents/steer`, {
+          json: { conversation_id: conversationId, text: "steered words" },
+          headers: { "idempotency-key": "steer-1" }
         })
+        const steer = yield* steerOnce
         assert.strictEqual(steer.status, 202, steer.text)
         assert.strictEqual(steer.body.kind, "steer")
         assert.strictEqual(steer.body.turn_id, slow.body.turn_id)
+        const steerAgain = yield* steerOnce
+        assert.strictEqual(steerAgain.body.input_id, steer.body.input_id, "the same key replays the first answer")
         const done = yield* finishedTurn(api, machineId, conversationId, slow.body.turn_id)
         const accepted = done.events.find((event: any) => event.type === "input_accepted")
         assert.isDefined(accepted, done.events.map((event: any) => event.type).join(","))
@@ -203,12 +207,20 @@ describe("agents: claude_code", () => {
         const hang = yield* prompt(api, machineId, { conversation_id: conversationId, text: "HANG" })
         assert.strictEqual(hang.status, 202, hang.text)
         yield* eventually(Effect.sync(() => model.hanging() > 0 ? true : undefined), 60_000)
-        const interrupt = yield* api("POST", `/v1/machines/${machineId}/agents/interrupt`, {
-          json: { conversation_id: conversationId }
+        const interruptOnce = api("POST", `/v1/machines/${machineId}/agents/interrupt`, {
+          json: { conversation_id: conversationId },
+          headers: { "idempotency-key": "interrupt-1" }
         })
+        const interrupt = yield* interruptOnce
         assert.strictEqual(interrupt.status, 202, interrupt.text)
         assert.strictEqual(interrupt.body.kind, "interrupt")
         const stopped = yield* finishedTurn(api, machineId, conversationId, hang.body.turn_id)
+        const interruptAgain = yield* interruptOnce
+        assert.strictEqual(interruptAgain.status, 202)
+        assert.deepStrictEqual(
+          [interruptAgain.body.input_id, interruptAgain.body.kind, interruptAgain.body.stopped],
+          [interrupt.body.input_id, "interrupt", true]
+        )
         assert.strictEqual(stopped.latest_turn.status, "interrupted")
         assert.isTrue(stopped.latest_turn.interrupt_requested)
         assert.strictEqual(stopped.events.at(-2).outcome, "interrupted")
