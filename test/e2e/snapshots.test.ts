@@ -5,6 +5,8 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, TestClock } from "effect"
+import * as NodeFs from "node:fs"
+import * as NodePath from "node:path"
 import { pushed, snapshotSettled, storeBytes } from "../snapshots/support.js"
 import { client } from "../support/Http.js"
 import { change, eventually, readEvents, runningMachine, settled, sh } from "../support/Machines.js"
@@ -195,6 +197,21 @@ describe("snapshots", () => {
       // Nothing names any chunk now: the store is empty again.
       yield* eventually(Effect.sync(() => storeBytes(server.config.dataDir) === 0 ? true : undefined))
       assert.strictEqual((yield* api("DELETE", `/v1/machines/${unknown}/snapshots`)).status, 404)
+
+      // A push that cannot read the disk fails (error_code snapshot_failed); latest skips it; it can be deleted.
+      const broken = (yield* api("POST", "/v1/machines", { json: { name: "no-disk", start: false } })).body
+      assert.strictEqual((yield* settled(api, broken.operation_id)).status, "succeeded")
+      NodeFs.rmSync(NodePath.join(server.config.dataDir, "machines", broken.machine_id, "disk"), { recursive: true })
+      const doomed = yield* api("POST", `/v1/machines/${broken.machine_id}/snapshots`, { json: {} })
+      const failedOperation = yield* settled(api, doomed.body.operation_id)
+      assert.deepStrictEqual([failedOperation.status, failedOperation.error_code], ["failed", "snapshot_failed"])
+      const failed = (yield* api("GET", `/v1/snapshots/${doomed.body.snapshot_id}`)).body
+      assert.deepStrictEqual([failed.status, failed.error_code, failed.manifest], ["failed", "snapshot_failed", null])
+      assert.strictEqual(
+        (yield* api("GET", `/v1/machines/${broken.machine_id}/snapshots/latest`)).body.code,
+        "no_snapshot"
+      )
+      assert.strictEqual((yield* api("DELETE", `/v1/snapshots/${failed.id}`)).status, 204)
 
       // A settled single delete answers 204.
       const fourth = yield* pushed(api, id)

@@ -37,7 +37,8 @@ const picture = (dataDir: string, machineId: string) =>
   })
 
 /** Files of every kind a restore must give back. */
-const fill = "head -c 2500000 /dev/urandom > /root/big.bin && mkdir -p /workspace/src/deep && " +
+const fill = "head -c 2500000 /dev/urandom > /root/big.bin && seq 1 300000 > /root/numbers.txt && " +
+  "mkdir -p /workspace/src/deep && " +
   "for i in 1 2 3 4 5 6 7 8 9 10; do echo file $i > /workspace/src/deep/f$i.txt; done && " +
   "printf '#!/bin/sh\\necho run\\n' > /workspace/run.sh && chmod 4750 /workspace/run.sh && " +
   "ln -s src/deep/f1.txt /workspace/link && ln -s /nowhere /workspace/dangling && : > /workspace/empty && " +
@@ -165,6 +166,21 @@ describe("templates, restore and fork", () => {
         done_bytes: second.size_bytes,
         total_bytes: second.size_bytes
       })
+
+      // The cold tier: compressed chunks, the same routes, the same files back.
+      const cold = yield* pushed(api, id, { tier: "cold" })
+      assert.deepStrictEqual([cold.tier, cold.generation, cold.parent_manifest], ["cold", 1, null])
+      // numbers.txt (2 MB of text) compresses; the random bytes do not.
+      assert.isBelow(cold.uploaded_bytes, cold.size_bytes - 1_000_000)
+      const fromCold = yield* created(api, `/v1/machines/${id}/restore`, {
+        name: "from-cold",
+        snapshot_id: cold.id,
+        start: false
+      })
+      assert.deepStrictEqual(
+        yield* picture(server.config.dataDir, fromCold.machine.id),
+        yield* picture(server.config.dataDir, id)
+      )
 
       const old = yield* created(api, `/v1/machines/${id}/restore`, { name: "old", snapshot_id: first.id })
       assert.strictEqual(old.machine.state, "running")
