@@ -10,12 +10,13 @@ import * as NodeFs from "node:fs"
 /**
  * A small young generation (1 MiB semi-spaces instead of 16-32) and V8's size-over-speed mode, and
  * two malloc arenas: the resident set with 10,000 machines drops from about 250 to 140 MiB for some
- * throughput (docs/benchmarks.md). Take dist/cli/svc.mjs with plain `node` to trade the other way.
+ * throughput (docs/benchmarks.md). `SVC_NODE_FLAGS=` (empty) trades the other way.
  */
 const launcher = `#!/bin/sh
 # svc as npm start runs it (written by bin/build.mjs).
 export MALLOC_ARENA_MAX="\${MALLOC_ARENA_MAX:-2}"
-exec node --max-semi-space-size=1 --optimize-for-size "$(dirname "$0")/cli/svc.mjs" "$@"
+# SVC_NODE_FLAGS replaces the memory-lean defaults (set it empty for node's own, faster settings).
+exec node \${SVC_NODE_FLAGS---max-semi-space-size=1 --optimize-for-size} "$(dirname "$0")/cli/svc.mjs" "$@"
 `
 
 await build({
