@@ -351,6 +351,19 @@ const make = Effect.gen(function*() {
   const promptFingerprint = (machineId: string, body: AgentPromptRequest) =>
     sha256(`agents.prompt ${machineId} ${canonicalJson(body)}`)
 
+  /** The conversation's turn that runs now, with its handle; `no_active_turn` when none does. */
+  const runningTurn = (requester: Requester, machineId: string, conversationId: string) =>
+    Effect.gen(function*() {
+      const machine = yield* requireRunning(requester.organizationId, machineId)
+      const conversation = yield* findConversation(machine.id, conversationId)
+      const open = yield* repo.openTurn(conversation.id)
+      const handle = Option.isSome(open) ? handles.get(open.value.id) : undefined
+      if (Option.isNone(open) || handle === undefined) {
+        return yield* new NoActiveTurn({ detail: "No turn of this conversation is running" })
+      }
+      return { conversation, handle, turn: open.value }
+    })
+
   /** The answer an input (steer, interrupt) gave first, when its idempotency key was used already. */
   const replayedInput = (requester: Requester, fingerprint: string, kind: "steer" | "interrupt") =>
     Effect.gen(function*() {
@@ -482,14 +495,7 @@ const make = Effect.gen(function*() {
         const fingerprint = sha256(`agents.steer ${machineId} ${canonicalJson(body)}`)
         const again = yield* replayedInput(requester, fingerprint, "steer")
         if (Option.isSome(again)) return again.value
-        const machine = yield* requireRunning(requester.organizationId, machineId)
-        const conversation = yield* findConversation(machine.id, body.conversation_id)
-        const open = yield* repo.openTurn(conversation.id)
-        const handle = Option.isSome(open) ? handles.get(open.value.id) : undefined
-        if (Option.isNone(open) || handle === undefined) {
-          return yield* new NoActiveTurn({ detail: "No turn of this conversation is running" })
-        }
-        const turn = open.value
+        const { conversation, handle, turn } = yield* runningTurn(requester, machineId, body.conversation_id)
         const inputId = yield* handle.lock.withPermits(1)(Effect.gen(function*() {
           if (!handle.open) return yield* new NoActiveTurn({ detail: "The turn is finishing" })
           const now = yield* Clock.currentTimeMillis
@@ -523,14 +529,7 @@ const make = Effect.gen(function*() {
         const fingerprint = sha256(`agents.interrupt ${machineId} ${canonicalJson(body)}`)
         const again = yield* replayedInput(requester, fingerprint, "interrupt")
         if (Option.isSome(again)) return again.value
-        const machine = yield* requireRunning(requester.organizationId, machineId)
-        const conversation = yield* findConversation(machine.id, body.conversation_id)
-        const open = yield* repo.openTurn(conversation.id)
-        const handle = Option.isSome(open) ? handles.get(open.value.id) : undefined
-        if (Option.isNone(open) || handle === undefined) {
-          return yield* new NoActiveTurn({ detail: "No turn of this conversation is running" })
-        }
-        const turn = open.value
+        const { conversation, handle, turn } = yield* runningTurn(requester, machineId, body.conversation_id)
         const now = yield* Clock.currentTimeMillis
         const inputId = uuidv7(now)
         yield* commit.transaction(Effect.gen(function*() {
