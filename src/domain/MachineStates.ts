@@ -34,7 +34,8 @@ export type OperationKind =
   | "restore"
 
 /** The kinds that make a new machine (a fork and a restore run on the machine they make). */
-export const makesMachine = (kind: OperationKind) => kind === "create" || kind === "fork" || kind === "restore"
+export const makesMachine = (kind: OperationKind): kind is "create" | "fork" | "restore" =>
+  kind === "create" || kind === "fork" || kind === "restore"
 
 export type MachineConflict = "machine_not_running" | "machine_not_created" | "machine_deleted" | "machine_not_stopped"
 

@@ -117,7 +117,12 @@ const runOnce = (
   })
 
 const needs = (operation: OperationRow, machine: MachineRow) =>
-  makesMachine(operation.kind) ? undefined : conflictOf(operation.kind as "start", machine.state)
+  makesMachine(operation.kind) ? undefined : conflictOf(operation.kind, machine.state)
+
+/** A fork, a restore or a machine made from a template gets its disk from its source first. */
+export const fillsFromSource = (operation: OperationRow) =>
+  operation.kind === "fork" || operation.kind === "restore" ||
+  (operation.kind === "create" && typeof JSON.parse(operation.request).template_snapshot_id === "string")
 
 export const apply = (
   operation: OperationRow,
@@ -142,8 +147,7 @@ export const apply = (
       case "fork":
       case "restore":
       case "create": {
-        // A fork, a restore or a machine made from a template gets its disk from its source first.
-        if (operation.kind !== "create" || typeof request.template_snapshot_id === "string") {
+        if (fillsFromSource(operation)) {
           const work = yield* SnapshotWork
           const refused = yield* work.fill(operation, machine, hooks.onProgress)
           if (Option.isSome(refused)) return failed(refused.value, { state: "failed" })

@@ -17,7 +17,7 @@ import { variablesOf } from "../services/EnvironmentVariables.js"
 import { tierOf } from "../services/Limits.js"
 import { SecretBox } from "../services/SecretBox.js"
 import { SnapshotWork } from "../snapshots/SnapshotWork.js"
-import { apply, type Outcome, specOf, stoppedOnItsOwn } from "./Apply.js"
+import { apply, fillsFromSource, type Outcome, specOf, stoppedOnItsOwn } from "./Apply.js"
 import { retryDelay } from "./Backoff.js"
 import { OutputCollector } from "./ExecOutput.js"
 import { HostCapacity } from "./HostCapacity.js"
@@ -220,8 +220,7 @@ const make = Effect.gen(function*() {
       const outcome = { status: "failed", errorCode: "no_capacity" } as const
       const machine = yield* machines.find(operation.machine_id)
       if (!makesMachine(operation.kind) || Option.isNone(machine)) return outcome
-      // A fork, a restore or a machine from a template gets its disk from its source first.
-      const filled = operation.kind !== "create" || JSON.parse(operation.request).template_snapshot_id !== undefined
+      const filled = fillsFromSource(operation)
         ? yield* Effect.either(snapshotWork.fill(operation, machine.value, () => Effect.void))
         : undefined
       if (filled !== undefined && (filled._tag === "Left" || Option.isSome(filled.right))) {

@@ -12,5 +12,5 @@ export const project = (
 ): MachineState =>
   open.reduce<MachineState>((current, operation) => {
     if (makesMachine(operation.kind)) return JSON.parse(operation.request).start === false ? "stopped" : "running"
-    return projectedAfter(operation.kind as Exclude<OperationKind, "create">, current)
+    return projectedAfter(operation.kind, current)
   }, state)
