@@ -71,6 +71,12 @@ export const clip = (value: unknown, max = 16 * 1024): string => {
   return text.length > max ? `${text.slice(0, max)}…` : text
 }
 
+/** An `error` event; its message shortened to 4 KiB. */
+export const errorEvent = (code: string, message: unknown): Mapped => ({
+  _tag: "event",
+  event: { type: "error", code, message: clip(message, 4096) }
+})
+
 /** Parses one JSON line; undefined for anything else (agents print plain lines too). */
 export const jsonLine = (line: string): any => {
   const trimmed = line.trim()

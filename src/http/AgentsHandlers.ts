@@ -2,7 +2,7 @@ import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
 import { Effect, Stream } from "effect"
 import type { AgentEvent } from "../api/AgentsApi.js"
 import { Api } from "../api/Api.js"
-import { Agents } from "../services/Agents.js"
+import { Agents, eventsPage } from "../services/Agents.js"
 
 import { currentOrganization, requester } from "./CallerContext.js"
 
@@ -32,7 +32,7 @@ export const AgentsHandlers = HttpApiBuilder.group(Api, "agents", (handlers) =>
             lastType = event.type
             return frame(event)
           })
-          if (!read.active && read.events.length < 500) {
+          if (!read.active && read.events.length < eventsPage) {
             ended = true
             if (lastType !== "idle") {
               frames.push(frame({ seq: cursor, id: `idle-${conversationId}-${cursor}`, type: "idle" }))

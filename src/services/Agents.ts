@@ -9,7 +9,7 @@
 import { Clock, Context, Deferred, Duration, Effect, Layer, Option, PubSub, Queue, Schedule } from "effect"
 import type { AgentProviderShape, EventBody } from "../agents/AgentProvider.js"
 import { catalogue, priced, publicModel } from "../agents/Catalogue.js"
-import { providers } from "../agents/Providers.js"
+import { allProviders, providers } from "../agents/Providers.js"
 import { installed, readVersions } from "../agents/Tools.js"
 import { runTurn, type Steer, sweep, type TurnOutcome } from "../agents/TurnRunner.js"
 import {
@@ -60,6 +60,8 @@ type Usage = NonNullable<AgentEvent["usage"]>
 
 /** Attachments are written here, relative to the agent's working folder (the machine's home). */
 export const attachmentsFolder = ".svc/attachments"
+/** The most events one read answers; a shorter read has reached the end. */
+export const eventsPage = 500
 
 const make = Effect.gen(function*() {
   const config = yield* AppConfig
@@ -564,7 +566,7 @@ const make = Effect.gen(function*() {
       Effect.gen(function*() {
         const machine = yield* findMachine(organizationId, machineId)
         const conversation = yield* findConversation(machine.id, conversationId)
-        const read = Effect.map(events.after(conversation.id, cursor, 500), (rows) => rows.map(eventOf))
+        const read = Effect.map(events.after(conversation.id, cursor, eventsPage), (rows) => rows.map(eventOf))
         let found = yield* read
         if (found.length === 0 && waitSeconds > 0) {
           found = yield* Effect.scoped(Effect.gen(function*() {
@@ -594,7 +596,7 @@ const make = Effect.gen(function*() {
     /** Persisted events after `cursor`, and whether a turn of the conversation is open. */
     readAfter: (conversationId: string, cursor: number) =>
       Effect.gen(function*() {
-        const rows = yield* events.after(conversationId, cursor, 500)
+        const rows = yield* events.after(conversationId, cursor, eventsPage)
         const open = yield* repo.openTurn(conversationId)
         return { events: rows.map(eventOf), active: Option.isSome(open) }
       }),
@@ -637,18 +639,15 @@ const make = Effect.gen(function*() {
       const versions = readVersions(agentsDir)
       return {
         source: "bundled",
-        providers: (["claude_code", "codex", "opencode"] as const).map((key) => {
-          const provider = providerOf(key)
-          return {
-            provider: key,
-            available: availability(key) === undefined,
-            version: versions[key] ?? null,
-            steer: provider?.steer ?? "queued",
-            default_model: provider?.defaultModel ?? catalogue[key].models[0]!.id,
-            reasoning_efforts: catalogue[key].reasoningEfforts,
-            models: catalogue[key].models.map(publicModel)
-          }
-        })
+        providers: allProviders().map((provider) => ({
+          provider: provider.key,
+          available: availability(provider.key) === undefined,
+          version: versions[provider.key] ?? null,
+          steer: provider.steer,
+          default_model: provider.defaultModel,
+          reasoning_efforts: catalogue[provider.key].reasoningEfforts,
+          models: catalogue[provider.key].models.map(publicModel)
+        }))
       }
     })
   }

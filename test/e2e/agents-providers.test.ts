@@ -8,7 +8,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Redacted } from "effect"
 import * as NodeCrypto from "node:crypto"
 import { beforeAll } from "vitest"
-import { installTestAgents, testAgentsDir } from "../support/Agents.js"
+import { finishedTurn as finishedTurnWithin, installTestAgents, prompt, testAgentsDir } from "../support/Agents.js"
 import { client } from "../support/Http.js"
 import { type Api, decode, eventually, runningMachine, sh } from "../support/Machines.js"
 import { anthropicServer, type ModelServer, openaiServer } from "../support/ModelServers.js"
@@ -61,20 +61,7 @@ const setup = (test: Case) =>
   })
 
 const finishedTurn = (api: Api, machineId: string, conversationId: string, turnId: string) =>
-  eventually(
-    Effect.map(
-      api("GET", `/v1/machines/${machineId}/agents/events?conversation_id=${conversationId}&wait_seconds=2`),
-      (reply) =>
-        reply.body?.latest_turn?.turn_id === turnId && reply.body.active === false &&
-          reply.body.events.at(-1)?.type === "idle"
-          ? reply.body
-          : undefined
-    ),
-    120_000
-  )
-
-const prompt = (api: Api, machineId: string, body: Record<string, unknown>) =>
-  api("POST", `/v1/machines/${machineId}/agents/prompt`, { json: body })
+  finishedTurnWithin(api, machineId, conversationId, turnId, 120_000)
 
 for (const test of cases) {
   describe(`agents: ${test.provider}`, () => {

@@ -7,7 +7,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Redacted, TestClock } from "effect"
 import * as NodeCrypto from "node:crypto"
 import { beforeAll } from "vitest"
-import { installTestAgents, testAgentsDir } from "../support/Agents.js"
+import { finishedTurn as finishedTurnWithin, installTestAgents, prompt, testAgentsDir } from "../support/Agents.js"
 import { client } from "../support/Http.js"
 import { type Api, change, decode, eventually, readEvents, runningMachine, sh } from "../support/Machines.js"
 import { anthropicServer } from "../support/ModelServers.js"
@@ -38,25 +38,8 @@ const setup = Effect.gen(function*() {
   return { model, server, api, machineId, auth: { authorization: `Bearer ${owner.api_key}` } }
 })
 
-/** The conversation's events once its latest turn has finished (long-polling the JSON route). */
 const finishedTurn = (api: Api, machineId: string, conversationId: string, turnId: string) =>
-  eventually(
-    Effect.map(
-      api("GET", `/v1/machines/${machineId}/agents/events?conversation_id=${conversationId}&wait_seconds=2`),
-      (reply) =>
-        reply.body?.latest_turn?.turn_id === turnId && reply.body.active === false &&
-          reply.body.events.at(-1)?.type === "idle"
-          ? reply.body
-          : undefined
-    ),
-    90_000
-  )
-
-const prompt = (api: Api, machineId: string, body: Record<string, unknown>, key?: string) =>
-  api("POST", `/v1/machines/${machineId}/agents/prompt`, {
-    json: body,
-    ...(key === undefined ? {} : { headers: { "idempotency-key": key } })
-  })
+  finishedTurnWithin(api, machineId, conversationId, turnId, 90_000)
 
 describe("agents: claude_code", () => {
   it.scopedLive(

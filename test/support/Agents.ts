@@ -3,10 +3,12 @@
  * repository (`$SVC_TEST_AGENTS_DIR`, default `$HOME/.cache/svc-test-agents`) with the same code as
  * `svc agents install`, and reused across runs. Test files running at once wait on a lock folder.
  */
+import { Effect } from "effect"
 import * as NodeFs from "node:fs"
 import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
 import { ensureInstalled } from "../../src/agents/Tools.js"
+import { type Api, eventually } from "./Machines.js"
 
 export const testAgentsDir = process.env.SVC_TEST_AGENTS_DIR ??
   NodePath.join(NodeOs.homedir(), ".cache", "svc-test-agents")
@@ -37,3 +39,24 @@ export const installTestAgents = async (): Promise<string> => {
   }
   return testAgentsDir
 }
+
+/** POSTs a prompt to the machine's agents (with an idempotency key when given). */
+export const prompt = (api: Api, machineId: string, body: Record<string, unknown>, key?: string) =>
+  api("POST", `/v1/machines/${machineId}/agents/prompt`, {
+    json: body,
+    ...(key === undefined ? {} : { headers: { "idempotency-key": key } })
+  })
+
+/** The conversation's events once the turn has finished (long-polling the JSON route). */
+export const finishedTurn = (api: Api, machineId: string, conversationId: string, turnId: string, timeoutMs: number) =>
+  eventually(
+    Effect.map(
+      api("GET", `/v1/machines/${machineId}/agents/events?conversation_id=${conversationId}&wait_seconds=2`),
+      (reply) =>
+        reply.body?.latest_turn?.turn_id === turnId && reply.body.active === false &&
+          reply.body.events.at(-1)?.type === "idle"
+          ? reply.body
+          : undefined
+    ),
+    timeoutMs
+  )

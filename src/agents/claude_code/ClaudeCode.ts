@@ -10,7 +10,7 @@
  * the machine's environment, read by claude itself. `IS_SANDBOX=1` lets it skip permission prompts
  * as root: the machine is the sandbox.
  */
-import { type AgentProviderShape, clip, int, jsonLine, type Mapped, micros } from "../AgentProvider.js"
+import { type AgentProviderShape, clip, errorEvent, int, jsonLine, type Mapped, micros } from "../AgentProvider.js"
 
 const effortOf = { minimal: "low", low: "low", medium: "medium", high: "high" } as const
 
@@ -104,14 +104,7 @@ export const parser = () => {
         })
         const ok = message.subtype === "success" && message.is_error !== true
         if (!ok && message.terminal_reason !== "aborted_streaming" && message.subtype !== "error_during_execution") {
-          out.push({
-            _tag: "event",
-            event: {
-              type: "error",
-              code: String(message.subtype ?? "error"),
-              message: clip(message.result ?? (message.errors ?? []).join("; "), 4096)
-            }
-          })
+          out.push(errorEvent(String(message.subtype ?? "error"), message.result ?? (message.errors ?? []).join("; ")))
         }
         out.push({ _tag: "result", ok })
         break

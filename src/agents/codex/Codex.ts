@@ -15,7 +15,7 @@
  * keyed by `OPENAI_API_KEY` (codex itself ignores the variable): over HTTP streaming only, without
  * WebSockets. Codex reports no cost: svc prices the tokens with the bundled catalogue.
  */
-import { type AgentProviderShape, clip, int, jsonLine, type Mapped } from "../AgentProvider.js"
+import { type AgentProviderShape, clip, errorEvent, int, jsonLine, type Mapped } from "../AgentProvider.js"
 
 /** Runs codex, through a custom provider when the machine names an OpenAI-compatible base URL. */
 const wrapper = `bin=$1; shift
@@ -105,7 +105,7 @@ export const parser = () => (line: string): ReadonlyArray<Mapped> => {
             event: { type: "tool_call", name: "web_search", input: clip(item.query), result: item.id }
           }]
         case "error":
-          return [{ _tag: "event", event: { type: "error", code: "agent_warning", message: clip(item.message, 4096) } }]
+          return [errorEvent("agent_warning", item.message)]
         default:
           return []
       }
@@ -129,17 +129,11 @@ export const parser = () => (line: string): ReadonlyArray<Mapped> => {
     }
     case "turn.failed":
       return [
-        {
-          _tag: "event",
-          event: { type: "error", code: "turn_failed", message: clip(event.error?.message ?? "", 4096) }
-        },
+        errorEvent("turn_failed", event.error?.message ?? ""),
         { _tag: "result", ok: false }
       ]
     case "error":
-      return [{
-        _tag: "event",
-        event: { type: "error", code: "agent_error", message: clip(event.message ?? "", 4096) }
-      }]
+      return [errorEvent("agent_error", event.message ?? "")]
     default:
       return []
   }

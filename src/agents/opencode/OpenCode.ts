@@ -12,7 +12,7 @@
  * `OPENAI_API_KEY`, ...). `ANTHROPIC_BASE_URL` (without `/v1`, as claude takes it) and
  * `OPENAI_BASE_URL` (with `/v1`) there become opencode's `baseURL` of those providers.
  */
-import { type AgentProviderShape, clip, int, jsonLine, type Mapped, micros } from "../AgentProvider.js"
+import { type AgentProviderShape, clip, errorEvent, int, jsonLine, type Mapped, micros } from "../AgentProvider.js"
 
 /** Builds opencode's config from the machine's base URL variables, then runs it. */
 const wrapper = `bin=$1; shift
@@ -82,14 +82,9 @@ export const parser = () => (line: string): ReadonlyArray<Mapped> => {
     }
     case "error": {
       const error = event.error ?? {}
-      out.push({
-        _tag: "event",
-        event: {
-          type: "error",
-          code: String(error.name ?? "agent_error"),
-          message: clip(error.data?.message ?? error.message ?? JSON.stringify(error), 4096)
-        }
-      })
+      out.push(
+        errorEvent(String(error.name ?? "agent_error"), error.data?.message ?? error.message ?? JSON.stringify(error))
+      )
       out.push({ _tag: "result", ok: false })
       break
     }
