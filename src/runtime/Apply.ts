@@ -309,28 +309,19 @@ printf '%s\\n' "$1" >> "$f" && chmod 600 "$f"`,
         return yield* work.push(operation, machine, hooks.onProgress)
       }
       case "read_file": {
-        const ranges: Array<FileRange> = []
-        for (const range of request.ranges as ReadonlyArray<{ path: string; offset: number; size: number }>) {
-          const output = new RangeBuffer()
-          const exit = yield* driver.exec(machine.id, {
-            argv: [
-              "/bin/sh",
-              "-c",
-              `[ -f "$1" ] || exit 3; tail -c +$(($2 + 1)) "$1" | head -c "$3"`,
-              "read",
-              range.path,
-              String(range.offset),
-              String(range.size)
-            ]
-          }, (stream, chunk) => Effect.sync(() => stream === "stdout" ? output.push(chunk) : undefined))
-          ranges.push({
-            path: range.path,
-            offset: range.offset,
-            size: exit.exitCode === 3 ? 0 : output.length,
-            data_base64: exit.exitCode === 3 ? "" : output.base64(),
-            missing: exit.exitCode === 3
-          })
-        }
+        const requested = request.ranges as ReadonlyArray<{ path: string; offset: number; size: number }>
+        const output = new RangeBuffer()
+        yield* driver.exec(machine.id, {
+          argv: [
+            "/bin/sh",
+            "-c",
+            readRangesScript,
+            "read",
+            ...requested.flatMap((r) => [r.path, String(r.offset), String(r.size)])
+          ]
+        }, (stream, chunk) => Effect.sync(() => stream === "stdout" ? output.push(chunk) : undefined))
+        const ranges = parseRanges(output.bytes(), requested)
+        if (ranges === undefined) return failed("guest_action_failed")
         return outcome({ status: "succeeded", unchanged: true, machine: { last_activity_at: now }, fileRanges: ranges })
       }
     }
@@ -364,12 +355,50 @@ export const stoppedOnItsOwn = (now: number): MachinePatch => ({
 /** File reads are not capped at 1 MiB like exec output: they keep the whole range asked for. */
 class RangeBuffer {
   private readonly parts: Array<Buffer> = []
-  length = 0
   push(chunk: Uint8Array) {
     this.parts.push(Buffer.from(chunk))
-    this.length += chunk.byteLength
   }
-  base64() {
-    return Buffer.concat(this.parts).toString("base64")
+  bytes() {
+    return Buffer.concat(this.parts)
   }
+}
+
+/**
+ * Every range of a `read_file` in one exec (one process chain into the machine, not one per range):
+ * for each `path offset size` triple it prints `M` for a missing file, or `D <n>` and then the n bytes.
+ */
+const readRangesScript = `t=$(mktemp) || exit 1
+while [ $# -ge 3 ]; do
+  if [ -f "$1" ]; then
+    tail -c +$(($2 + 1)) "$1" | head -c "$3" > "$t"; printf 'D %s\\n' "$(wc -c < "$t")"; cat "$t"
+  else
+    printf 'M\\n'
+  fi
+  shift 3
+done
+rm -f "$t"`
+
+/** The ranges `readRangesScript` printed, in request order; undefined when its output is not whole. */
+const parseRanges = (
+  out: Buffer,
+  requested: ReadonlyArray<{ path: string; offset: number; size: number }>
+): Array<FileRange> | undefined => {
+  const ranges: Array<FileRange> = []
+  let at = 0
+  for (const range of requested) {
+    const end = out.indexOf(10, at)
+    if (end === -1) return undefined
+    const header = out.subarray(at, end).toString()
+    at = end + 1
+    if (header === "M") {
+      ranges.push({ path: range.path, offset: range.offset, size: 0, data_base64: "", missing: true })
+      continue
+    }
+    const size = Number.parseInt(header.slice(2).trim(), 10)
+    if (!header.startsWith("D ") || !Number.isInteger(size) || at + size > out.length) return undefined
+    const data = out.subarray(at, at + size)
+    at += size
+    ranges.push({ path: range.path, offset: range.offset, size, data_base64: data.toString("base64"), missing: false })
+  }
+  return ranges
 }

@@ -106,6 +106,24 @@ describe("machines", () => {
       ])
       const mode = yield* sh(api, id, "stat -c %a /workspace/dir/notes.txt")
       assert.strictEqual(decode(mode.exec_result.stdout_base64), "600\n")
+      // Binary ranges (newlines, NULs, every byte value) come back whole, each in its own range.
+      const bytes = Buffer.from(Array.from({ length: 512 }, (_, i) => i % 256))
+      yield* change(api, "POST", `/v1/machines/${id}/files/write`, {
+        path: "/workspace/bytes.bin",
+        data_base64: bytes.toString("base64")
+      })
+      const binary = yield* change(api, "POST", `/v1/machines/${id}/files/read`, {
+        ranges: [
+          { path: "/workspace/bytes.bin", offset: 5, size: 300 },
+          { path: "/workspace/gone" },
+          { path: "/workspace/bytes.bin", offset: 500, size: 100 }
+        ]
+      })
+      assert.deepStrictEqual(binary.file_ranges.map((r: any) => [r.data_base64, r.size, r.missing]), [
+        [bytes.subarray(5, 305).toString("base64"), 300, false],
+        ["", 0, true],
+        [bytes.subarray(500).toString("base64"), 12, false]
+      ])
     }))
 
   it.scopedLive("idempotency: same key and body replays, different body conflicts, concurrent requests make one", () =>
