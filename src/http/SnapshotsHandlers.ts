@@ -28,11 +28,18 @@ export const snapshotDto = (row: SnapshotRow): SnapshotDto => ({
   completed_at: isoOrNull(row.completed_at)
 })
 
-/** One page of rows fetched with limit + 1: the extra row says there is a next page. */
-const pageOf = (rows: ReadonlyArray<SnapshotRow>, limit: number) => {
-  const page = rows.slice(0, limit)
-  return { items: page.map(snapshotDto), next_cursor: rows.length > limit ? page[page.length - 1]!.id : null }
-}
+/** One page of rows, fetched with limit + 1: the extra row says there is a next page. */
+const pageOf = <E, R>(
+  urlParams: { readonly limit: number; readonly cursor?: string | undefined },
+  fetch: (options: { limit: number; after: string | null }) => Effect.Effect<ReadonlyArray<SnapshotRow>, E, R>
+) =>
+  Effect.map(fetch({ limit: urlParams.limit + 1, after: urlParams.cursor ?? null }), (rows) => {
+    const page = rows.slice(0, urlParams.limit)
+    return {
+      items: page.map(snapshotDto),
+      next_cursor: rows.length > urlParams.limit ? page[page.length - 1]!.id : null
+    }
+  })
 
 export const SnapshotsHandlers = HttpApiBuilder.group(Api, "snapshots", (handlers) =>
   Effect.gen(function*() {
@@ -44,11 +51,8 @@ export const SnapshotsHandlers = HttpApiBuilder.group(Api, "snapshots", (handler
           snapshots.push(who, path.id, payload.tier ?? "warm")))
       .handle("list", ({ path, urlParams }) =>
         Effect.flatMap(organizationId, (org) =>
-          Effect.map(
-            snapshots.page(org, path.id, { limit: urlParams.limit + 1, after: urlParams.cursor ?? null }),
-            (rows) =>
-              pageOf(rows, urlParams.limit)
-          )))
+          pageOf(urlParams, (options) =>
+            snapshots.page(org, path.id, options))))
       .handle("latest", ({ path }) =>
         Effect.flatMap(organizationId, (org) =>
           Effect.map(snapshots.latest(org, path.id), (row) => ({
@@ -76,11 +80,8 @@ export const SnapshotsHandlers = HttpApiBuilder.group(Api, "snapshots", (handler
           snapshots.saveTemplate(who, payload.machine_id, payload.name)))
       .handle("listTemplates", ({ urlParams }) =>
         Effect.flatMap(organizationId, (org) =>
-          Effect.map(
-            snapshots.templatesPage(org, { limit: urlParams.limit + 1, after: urlParams.cursor ?? null }),
-            (rows) =>
-              pageOf(rows, urlParams.limit)
-          )))
+          pageOf(urlParams, (options) =>
+            snapshots.templatesPage(org, options))))
       .handle("getTemplate", ({ path }) =>
         Effect.flatMap(organizationId, (org) =>
           Effect.map(snapshots.getTemplate(org, path.template), snapshotDto)))

@@ -26,7 +26,7 @@ import { type MachineRow, MachinesRepo } from "../persistence/MachinesRepo.js"
 import { isTerminal, OperationsRepo } from "../persistence/OperationsRepo.js"
 import { type SnapshotRow, SnapshotsRepo } from "../persistence/SnapshotsRepo.js"
 import { Store } from "../snapshots/SnapshotStoreLive.js"
-import { canonicalJson, Machines, type Requester } from "./Machines.js"
+import { canonicalJson, Machines, type Origin, type Requester } from "./Machines.js"
 import { sha256 } from "./Secrets.js"
 
 const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
@@ -175,13 +175,6 @@ const make = Effect.gen(function*() {
         onSome: Effect.succeed
       }))
 
-  const machineIn = (organizationId: string, machineId: string) =>
-    Effect.flatMap(machineRows.findIn(organizationId, machineId), (found) =>
-      Option.match(found, {
-        onNone: () => Effect.fail(new ResourceNotFound({ detail: "Machine not found" })),
-        onSome: Effect.succeed
-      }))
-
   /** A template of the organization by id or name. */
   const templateIn = (organizationId: string, template: string) =>
     Effect.gen(function*() {
@@ -203,6 +196,11 @@ const make = Effect.gen(function*() {
       yield* requestCollection
     })
 
+  const deleteResults = (results: SnapshotDeleteResults["results"]): SnapshotDeleteResults => ({
+    deleted: results.filter((r) => r.result === "deleted").length,
+    results
+  })
+
   const deleteOne = (row: SnapshotRow) =>
     row.status === "pending"
       ? Effect.fail(new SnapshotPending({ detail: "The snapshot has not settled yet" }))
@@ -221,6 +219,27 @@ const make = Effect.gen(function*() {
         })),
       acceptedOf
     )
+
+  /**
+   * A fork or a restore: a new machine with its source machine's settings, accepted through
+   * Machines.create with the route and body as fingerprint; `resolve` checks the source inside the accept.
+   */
+  const createFrom = <E>(
+    requester: Requester,
+    machineId: string,
+    kind: "fork" | "restore",
+    body: { name: string; start: boolean },
+    resolve: (machine: MachineRow, settings: CreateMachineRequest) => Origin<E>["resolve"]
+  ) =>
+    Effect.gen(function*() {
+      const machine = yield* machines.find(requester.organizationId, machineId)
+      const settings = settingsOf(machine, body.name, body.start)
+      return yield* machines.create(requester, settings, {
+        kind,
+        fingerprint: sha256(`POST /v1/machines/${machine.id}/${kind} ${canonicalJson(body)}`),
+        resolve: resolve(machine, settings)
+      })
+    })
 
   // Subscribed last: a handler may use everything above.
   const events = yield* bus.subscribe
@@ -258,54 +277,40 @@ const make = Effect.gen(function*() {
       ),
 
     fork: (requester: Requester, sourceId: string, body: { name: string; start: boolean }) =>
-      Effect.gen(function*() {
-        const source = yield* machineIn(requester.organizationId, sourceId)
-        const settings = settingsOf(source, body.name, body.start)
-        return yield* machines.create(requester, settings, {
-          kind: "fork",
-          fingerprint: sha256(`POST /v1/machines/${source.id}/fork ${canonicalJson(body)}`),
-          resolve: Effect.gen(function*() {
-            const now = yield* machineIn(requester.organizationId, source.id)
-            const conflict = conflictOf("fork", now.projected_state)
-            if (conflict !== undefined) {
-              return yield* new machineConflicts[conflict]({ detail: `The source machine is ${now.projected_state}` })
-            }
-            return { source: { kind: "fork", id: source.id }, request: { ...settings, source_machine_id: source.id } }
-          })
-        })
-      }),
+      createFrom(requester, sourceId, "fork", body, (source, settings) =>
+        Effect.gen(function*() {
+          const now = yield* machines.find(requester.organizationId, source.id)
+          const conflict = conflictOf("fork", now.projected_state)
+          if (conflict !== undefined) {
+            return yield* new machineConflicts[conflict]({ detail: `The source machine is ${now.projected_state}` })
+          }
+          return { source: { kind: "fork", id: source.id }, request: { ...settings, source_machine_id: source.id } }
+        })),
 
     restore: (
       requester: Requester,
       machineId: string,
       body: { name: string; snapshot_id: string | null; start: boolean }
     ) =>
-      Effect.gen(function*() {
-        const machine = yield* machineIn(requester.organizationId, machineId)
-        const settings = settingsOf(machine, body.name, body.start)
-        return yield* machines.create(requester, settings, {
-          kind: "restore",
-          fingerprint: sha256(`POST /v1/machines/${machine.id}/restore ${canonicalJson(body)}`),
-          resolve: Effect.gen(function*() {
-            const found = body.snapshot_id === null
-              ? yield* snapshots.latestReady(machine.id)
-              : yield* snapshots.findIn(requester.organizationId, body.snapshot_id.toLowerCase())
-            if (body.snapshot_id !== null && (Option.isNone(found) || found.value.machine_id !== machine.id)) {
-              return yield* new ResourceNotFound({ detail: "Snapshot not found for this machine" })
-            }
-            if (Option.isNone(found) || found.value.status === "failed") {
-              return yield* new NoSnapshot({ detail: "The machine has no ready snapshot to restore" })
-            }
-            if (found.value.status === "pending") {
-              return yield* new SnapshotPending({ detail: "The snapshot has not settled yet" })
-            }
-            return {
-              source: { kind: "snapshot", id: found.value.id },
-              request: { ...settings, snapshot_id: found.value.id }
-            }
-          })
-        })
-      }),
+      createFrom(requester, machineId, "restore", body, (machine, settings) =>
+        Effect.gen(function*() {
+          const found = body.snapshot_id === null
+            ? yield* snapshots.latestReady(machine.id)
+            : yield* snapshots.findIn(requester.organizationId, body.snapshot_id.toLowerCase())
+          if (body.snapshot_id !== null && (Option.isNone(found) || found.value.machine_id !== machine.id)) {
+            return yield* new ResourceNotFound({ detail: "Snapshot not found for this machine" })
+          }
+          if (Option.isNone(found) || found.value.status === "failed") {
+            return yield* new NoSnapshot({ detail: "The machine has no ready snapshot to restore" })
+          }
+          if (found.value.status === "pending") {
+            return yield* new SnapshotPending({ detail: "The snapshot has not settled yet" })
+          }
+          return {
+            source: { kind: "snapshot", id: found.value.id },
+            request: { ...settings, snapshot_id: found.value.id }
+          }
+        })),
 
     /** `POST /v1/machines` with `template`: a new machine whose disk is the template's. */
     createFromTemplate: (requester: Requester, body: CreateMachineRequest & { readonly template: string }) =>
@@ -332,15 +337,15 @@ const make = Effect.gen(function*() {
 
     page: (organizationId: string, machineId: string, options: { limit: number; after: string | null }) =>
       Effect.zipRight(
-        machineIn(organizationId, machineId),
-        snapshots.pageForMachine(machineId, { limit: options.limit, after: options.after })
+        machines.find(organizationId, machineId),
+        snapshots.pageForMachine(machineId, options)
       ),
     templatesPage: (organizationId: string, options: { limit: number; after: string | null }) =>
       snapshots.templatesPage(organizationId, options),
 
     latest: (organizationId: string, machineId: string) =>
       Effect.gen(function*() {
-        yield* machineIn(organizationId, machineId)
+        yield* machines.find(organizationId, machineId)
         const found = yield* snapshots.latestReady(machineId)
         if (Option.isNone(found)) return yield* new NoSnapshot({ detail: "The machine has no ready snapshot" })
         return found.value
@@ -366,26 +371,20 @@ const make = Effect.gen(function*() {
           if (result === "deleted" && Option.isSome(found)) yield* removeRow(found.value)
           results.push({ snapshot_id: id, result })
         }
-        return {
-          deleted: results.filter((r) => r.result === "deleted").length,
-          results
-        } satisfies SnapshotDeleteResults
+        return deleteResults(results)
       }),
 
     /** Deletes a machine's snapshots (of one source, or all), oldest first, reporting what was kept. */
     deleteForMachine: (organizationId: string, machineId: string, source: "api" | "automatic" | null) =>
       Effect.gen(function*() {
-        yield* machineIn(organizationId, machineId)
+        yield* machines.find(organizationId, machineId)
         const results: Array<{ snapshot_id: string; result: DeleteResult }> = []
         for (const row of yield* snapshots.ofMachine(machineId, source)) {
           const result: DeleteResult = row.name !== null ? "template" : row.status === "pending" ? "pending" : "deleted"
           if (result === "deleted") yield* removeRow(row)
           results.push({ snapshot_id: row.id, result })
         }
-        return {
-          deleted: results.filter((r) => r.result === "deleted").length,
-          results
-        } satisfies SnapshotDeleteResults
+        return deleteResults(results)
       }),
 
     /** Collects the store now (tests and benchmarks wait for its size to drop instead). */

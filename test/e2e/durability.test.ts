@@ -8,25 +8,11 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Fiber } from "effect"
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
-import { destroyMachines, kill, run, serve } from "../support/Binary.js"
-import { client } from "../support/Http.js"
+import { kill, serve, servedSandbox } from "../support/Binary.js"
 import { decode, eventually, runningMachine, settled, sh } from "../support/Machines.js"
-import { freePort, tempDir } from "../support/TestServer.js"
 
 const machines = 3
 const perMachine = 40
-
-/** `svc serve` on a fresh data dir with the sandbox driver, an owner's key, and its machines destroyed at the end. */
-const servedSandbox = Effect.gen(function*() {
-  const dataDir = yield* tempDir
-  yield* Effect.addFinalizer(() => destroyMachines(dataDir, "sandbox"))
-  const port = yield* freePort
-  const env = { SVC_DATA_DIR: dataDir, SVC_PORT: String(port), SVC_RUNTIME: "sandbox", SVC_BILLING: "unlimited" }
-  const first = yield* serve(env)
-  const boot = yield* run(["admin", "bootstrap", "--email", "ops@example.com", "--data-dir", dataDir])
-  const api = client(`http://127.0.0.1:${port}`, { key: JSON.parse(boot.stdout).api_key })
-  return { api, dataDir, env, first }
-})
 
 describe("durability", () => {
   it.scopedLive("SIGKILL during a burst of operations loses nothing and repeats nothing", () =>

@@ -12,10 +12,8 @@ import * as NodePath from "node:path"
 import type { Manifest } from "../../src/snapshots/Manifest.js"
 import { walk } from "../../src/snapshots/Tree.js"
 import { snapshotSettled } from "../snapshots/support.js"
-import { destroyMachines, kill, run, serve } from "../support/Binary.js"
-import { client } from "../support/Http.js"
+import { kill, serve, servedSandbox } from "../support/Binary.js"
 import { change, eventually, runningMachine, settled, sh } from "../support/Machines.js"
-import { freePort, tempDir } from "../support/TestServer.js"
 
 const chunkFiles = (root: string) => {
   const found: Array<string> = []
@@ -42,13 +40,7 @@ describe("snapshot crash safety", () => {
     "SIGKILL in the middle of a push: after a restart the push is finished and the store is consistent",
     () =>
       Effect.gen(function*() {
-        const dataDir = yield* tempDir
-        yield* Effect.addFinalizer(() => destroyMachines(dataDir, "sandbox"))
-        const port = yield* freePort
-        const env = { SVC_DATA_DIR: dataDir, SVC_PORT: String(port), SVC_RUNTIME: "sandbox", SVC_BILLING: "unlimited" }
-        const first = yield* serve(env)
-        const boot = yield* run(["admin", "bootstrap", "--email", "ops@example.com", "--data-dir", dataDir])
-        const api = client(`http://127.0.0.1:${port}`, { key: JSON.parse(boot.stdout).api_key })
+        const { api, dataDir, env, first } = yield* servedSandbox
         const id = yield* runningMachine(api, "crash")
         // About 160 MB in large files and 2,000 small ones: a push long enough to be killed in.
         yield* sh(

@@ -6,6 +6,8 @@ import * as NodePath from "node:path"
 import { MachineDriver } from "../../src/drivers/MachineDriver.js"
 import * as ProcessDriver from "../../src/drivers/process/ProcessDriver.js"
 import * as SandboxDriver from "../../src/drivers/sandbox/SandboxDriver.js"
+import { client } from "./Http.js"
+import { freePort, tempDir } from "./TestServer.js"
 
 export const bin = NodePath.resolve("bin/svc.mjs")
 
@@ -91,3 +93,15 @@ export const destroyMachines = (dataDir: string, runtime: "sandbox" | "process")
     ),
     Effect.orDie
   )
+
+/** `svc serve` on a fresh data dir with the sandbox driver, an owner's key, and its machines destroyed at the end. */
+export const servedSandbox = Effect.gen(function*() {
+  const dataDir = yield* tempDir
+  yield* Effect.addFinalizer(() => destroyMachines(dataDir, "sandbox"))
+  const port = yield* freePort
+  const env = { SVC_DATA_DIR: dataDir, SVC_PORT: String(port), SVC_RUNTIME: "sandbox", SVC_BILLING: "unlimited" }
+  const first = yield* serve(env)
+  const boot = yield* run(["admin", "bootstrap", "--email", "ops@example.com", "--data-dir", dataDir])
+  const api = client(`http://127.0.0.1:${port}`, { key: JSON.parse(boot.stdout).api_key })
+  return { api, dataDir, env, first }
+})
