@@ -97,10 +97,6 @@ const make = Effect.gen(function*() {
     findKey: (organizationId: string, key: string) =>
       sql<KeyRow>`SELECT * FROM agent_idempotency_keys WHERE organization_id = ${organizationId}
         AND idempotency_key = ${key}`.pipe(Effect.map(one), Effect.orDie),
-    /** Keys older than `before` whose turn has ended (a running turn's key keeps replaying it). */
-    expireKeys: (before: number) =>
-      Effect.orDie(sql`DELETE FROM agent_idempotency_keys WHERE created_at <= ${before}
-        AND turn_id NOT IN (SELECT id FROM agent_turns WHERE status IN ('starting', 'running'))`),
     insertKey: (row: KeyRow) => Effect.orDie(sql`INSERT INTO agent_idempotency_keys ${sql.insert(row as any)}`)
   }
 })

@@ -1,8 +1,9 @@
 /**
  * Housekeeping: once an hour (on the Clock, so TestClock drives it) rows that outlived their use are
  * deleted: port tokens and sessions past their expiry, email sign-ins a day past theirs, and
- * idempotency keys older than a day whose operation has settled. A key of an open operation is
- * kept however old it is: repeating the request must pick that operation up (api.md, `uncertain`).
+ * idempotency keys (of operations and of agent turns) older than a day whose work has settled. A
+ * key of open work is kept however old it is: repeating the request must pick that work up (api.md,
+ * `uncertain`).
  */
 import { SqlClient } from "@effect/sql"
 import { Clock, Duration, Effect, Layer, Schedule } from "effect"
@@ -23,6 +24,9 @@ export const sweep = Effect.gen(function*() {
     yield* sql`DELETE FROM email_sign_ins WHERE expires_at <= ${now - day}`
     yield* sql`DELETE FROM idempotency_keys WHERE created_at <= ${now - Duration.toMillis(idempotencyRetention)}
       AND operation_id NOT IN (SELECT id FROM operations WHERE status IN ('pending', 'running', 'uncertain'))`
+    // The agent routes' keys (their own table: they name a turn, not an operation), by the same rule.
+    yield* sql`DELETE FROM agent_idempotency_keys WHERE created_at <= ${now - Duration.toMillis(idempotencyRetention)}
+      AND turn_id NOT IN (SELECT id FROM agent_turns WHERE status IN ('starting', 'running'))`
   })))
 })
 

@@ -6,7 +6,7 @@
  * server shutdown ends every agent process. Events are persisted; readers are woken through an
  * in-process PubSub and always read from the database, so none is missed.
  */
-import { Clock, Context, Deferred, Duration, Effect, Layer, Option, PubSub, Queue, Schedule } from "effect"
+import { Clock, Context, Deferred, Duration, Effect, Layer, Option, PubSub, Queue } from "effect"
 import type { AgentProviderShape, EventBody } from "../agents/AgentProvider.js"
 import { catalogue, priced, publicModel } from "../agents/Catalogue.js"
 import { allProviders, providers } from "../agents/Providers.js"
@@ -43,7 +43,6 @@ import { AgentConversationsRepo, type ConversationRow, type TurnRow } from "../p
 import { type AgentEventRow, AgentEventsRepo } from "../persistence/AgentEventsRepo.js"
 import { GroupCommit } from "../persistence/GroupCommit.js"
 import { type MachineRow, MachinesRepo } from "../persistence/MachinesRepo.js"
-import { idempotencyRetention } from "../runtime/Housekeeping.js"
 import { canonicalJson, type Requester } from "./Machines.js"
 import { sha256 } from "./Secrets.js"
 
@@ -146,16 +145,6 @@ const make = Effect.gen(function*() {
       "svc restarted while the turn ran"
     )
   }
-
-  // The agent routes' idempotency keys are kept as long as the operations' (Housekeeping.ts).
-  yield* Effect.gen(function*() {
-    const now = yield* Clock.currentTimeMillis
-    yield* commit.transaction(repo.expireKeys(now - Duration.toMillis(idempotencyRetention)))
-  }).pipe(
-    Effect.catchAllCause((cause) => Effect.logError("agent idempotency keys: cleanup failed", cause)),
-    Effect.repeat(Schedule.spaced(Duration.hours(1))),
-    Effect.forkScoped
-  )
 
   const providerOf = (key: string): AgentProviderShape | undefined => providers[key as keyof typeof providers]
 
