@@ -256,7 +256,6 @@ const make = Effect.gen(function*() {
 
   return {
     push: (requester: Requester, machineId: string, tier: "warm" | "cold") => push(requester, machineId, tier, "api"),
-    pushAutomatic: (requester: Requester, machineId: string) => push(requester, machineId, "warm", "automatic"),
 
     saveTemplate: (requester: Requester, machineId: string, name: string) =>
       Effect.flatMap(
