@@ -26,7 +26,7 @@ import {
   type ProviderModelsDto
 } from "../api/AgentsApi.js"
 import { iso, isoOrNull } from "../api/Dto.js"
-import { BodyTooLarge, InvalidRequest, ResourceNotFound } from "../api/Errors.js"
+import { BodyTooLarge, InvalidRequest } from "../api/Errors.js"
 import {
   GuestActionFailed,
   IdempotencyConflict,
@@ -42,8 +42,8 @@ import { MachineDriver } from "../drivers/MachineDriver.js"
 import { AgentConversationsRepo, type ConversationRow, type TurnRow } from "../persistence/AgentConversationsRepo.js"
 import { type AgentEventRow, AgentEventsRepo } from "../persistence/AgentEventsRepo.js"
 import { GroupCommit } from "../persistence/GroupCommit.js"
-import { type MachineRow, MachinesRepo } from "../persistence/MachinesRepo.js"
-import { canonicalJson, type Requester } from "./Machines.js"
+import type { MachineRow } from "../persistence/MachinesRepo.js"
+import { canonicalJson, Machines, type Requester } from "./Machines.js"
 import { sha256 } from "./Secrets.js"
 
 /** A running turn's live parts: its inbox, its stop signal and whether it still takes steers. */
@@ -65,7 +65,6 @@ export const eventsPage = 500
 const make = Effect.gen(function*() {
   const config = yield* AppConfig
   const commit = yield* GroupCommit
-  const machines = yield* MachinesRepo
   const repo = yield* AgentConversationsRepo
   const events = yield* AgentEventsRepo
   const driver = yield* MachineDriver
@@ -156,12 +155,7 @@ const make = Effect.gen(function*() {
     return undefined
   }
 
-  const findMachine = (organizationId: string, machineId: string) =>
-    Effect.flatMap(machines.findIn(organizationId, machineId), (found) =>
-      Option.match(found, {
-        onNone: () => Effect.fail(new ResourceNotFound({ detail: "Machine not found" })),
-        onSome: Effect.succeed
-      }))
+  const findMachine = (yield* Machines).find
 
   const requireRunning = (organizationId: string, machineId: string) =>
     Effect.flatMap(findMachine(organizationId, machineId), (machine): Effect.Effect<
