@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Fiber } from "effect"
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
 import { procStat } from "../../src/drivers/HostProcess.js"
@@ -13,6 +13,8 @@ const makeLayer = (dataDir: string) => quiet(SandboxDriver.layer({ dataDir }))
 driverContract("sandbox", makeLayer)
 // The same without cgroups, as on a host that refuses them: CPU time then comes from /proc.
 driverContract("sandbox without cgroups", (dataDir) => quiet(SandboxDriver.layer({ dataDir, cgroups: false })))
+// Exec through nsenter every time, as on a host without Perl for the launcher.
+driverContract("sandbox without the launcher", (dataDir) => quiet(SandboxDriver.layer({ dataDir, launcher: false })))
 
 /** Names of the network interfaces in /proc/net/dev text. */
 const interfaces = (text: string) =>
@@ -142,6 +144,29 @@ describe("sandbox driver isolation", () => {
       yield* other.destroy(spec.id)
       for (const group of groups) assert.isFalse(NodeFs.existsSync(group), group)
     }))
+
+  test("commands run by the launcher inherit nothing of it but stdin, stdout and stderr", () =>
+    withMachine(specOf(freshId()), (driver, { id }) =>
+      Effect.gen(function*() {
+        // ls's own folder descriptor aside, a command has fds 0, 1 and 2 only: not the launcher's socket.
+        const fds = yield* run(driver, id, sh("ls /proc/$$/fd"))
+        assert.deepStrictEqual(fds.stdout.trim().split("\n").sort(), ["0", "1", "2"])
+        const names = yield* run(driver, id, sh("cat /proc/[0-9]*/comm"))
+        assert.include(names.stdout.split("\n"), "svc-launcher")
+        // A NUL cannot reach a command (it would split the launcher's fields): refused, nothing runs.
+        const refused = yield* Effect.flip(driver.exec(id, { argv: ["touch", "a\u0000b"] }, () => Effect.void))
+        assert.strictEqual(refused._tag, "DriverError")
+      })))
+
+  test("an exec in flight when its machine stops answers NotRunning", () =>
+    withMachine(specOf(freshId()), (driver, { id }) =>
+      Effect.gen(function*() {
+        const fiber = yield* Effect.fork(driver.exec(id, { argv: ["sleep", "30"] }, () => Effect.void))
+        yield* Effect.sleep("200 millis")
+        yield* driver.stop(id, { force: true })
+        const ended = yield* Effect.flip(Fiber.join(fiber))
+        assert.strictEqual(ended._tag, "NotRunning")
+      })))
 
   test("a machine survives the end of the driver that started it (no die-with-parent)", () =>
     Effect.gen(function*() {

@@ -30,7 +30,17 @@ import {
   takeReapedCpuSeconds,
   waitFor
 } from "../HostProcess.js"
-import { DriverError, MachineDriver, type MachineDriverShape, type MachineSpec, NotRunning } from "../MachineDriver.js"
+import { type Launcher, spawnLauncher } from "../launcher/Launcher.js"
+import { launcherScript } from "../launcher/Script.js"
+import {
+  DriverError,
+  type ExecRequest,
+  MachineDriver,
+  type MachineDriverShape,
+  type MachineSpec,
+  NotRunning,
+  type OutputStream
+} from "../MachineDriver.js"
 import {
   attempt,
   cpuCredit,
@@ -63,6 +73,8 @@ interface RunRecord {
 }
 
 const bootTimeoutMs = 10_000
+/** How long an exec whose launcher ended waits to see whether that was its machine stopping. */
+const launcherGraceMs = 1_000
 /** How long processes get after SIGTERM before the machine's pid 1 is killed. */
 const graceMs = 5_000
 
@@ -83,6 +95,8 @@ const which = (name: string) => {
 export interface Tools {
   readonly bwrap: string
   readonly nsenter: string
+  /** Perl under /usr (so machines see it too), for the launcher; without it exec enters every time. */
+  readonly perl?: string | undefined
 }
 
 export const make = (
@@ -109,6 +123,36 @@ export const make = (
   const processesOf = (record: RunRecord) => {
     const namespace = pidNamespace(record.pid)
     return namespace === undefined || !isAlive(record.pid, record.starttime) ? [] : pidsInNamespace(namespace)
+  }
+
+  /** The launcher of each running machine this driver has run a command in, with its boot. */
+  const launchers = new Map<string, { readonly bootId: string; readonly launcher: Launcher }>()
+
+  /**
+   * The machine's launcher (src/drivers/launcher), started on its first exec of a boot: entered
+   * like a command (in the machine's cgroups first, where it has them), so what it forks is inside.
+   */
+  const launcherOf = (id: string, record: RunRecord, perl: string) => {
+    const known = launchers.get(id)
+    if (known !== undefined && known.bootId === record.bootId && known.launcher.alive()) return known.launcher
+    known?.launcher.close()
+    const enter = [
+      tools.nsenter,
+      `--target=${record.pid}`,
+      "--all",
+      "--root",
+      "--wdns=/",
+      "--",
+      perl,
+      "-e",
+      launcherScript
+    ]
+    const launcher = spawnLauncher(
+      record.groups === undefined ? enter : Cgroups.joinThen(record.groups, enter),
+      NodePath.join(paths(id).machine, "launcher.log")
+    )
+    launchers.set(id, { bootId: record.bootId, launcher })
+    return launcher
   }
 
   /**
@@ -229,6 +273,45 @@ export const make = (
       }
     })
 
+  /** Exec without a launcher: each command enters the machine with nsenter (and a cgroup-joining shell). */
+  const enterAndRun = (
+    id: string,
+    record: RunRecord,
+    request: ExecRequest & { readonly cwd: string; readonly env: Readonly<Record<string, string>> },
+    onOutput: (stream: OutputStream, chunk: Uint8Array) => Effect.Effect<void>,
+    stoppedMeanwhile: () => boolean
+  ) => {
+    const enter = [
+      tools.nsenter,
+      `--target=${record.pid}`,
+      "--all",
+      "--root",
+      `--wdns=${request.cwd}`,
+      "--",
+      ...request.argv
+    ]
+    return runCommand(
+      // With cgroups, a small shell joins the machine's groups first and then becomes nsenter,
+      // so the command and everything it forks is counted and limited (about 0.5 ms more).
+      record.groups === undefined ? enter : Cgroups.joinThen(record.groups, enter),
+      {
+        cwd: "/",
+        env: request.env,
+        stdin: request.stdin,
+        input: request.input,
+        onExit: record.cgroupCpuAtBoot === undefined ? (seconds) => cpuCredit(paths(id).cpu, seconds) : undefined
+      },
+      onOutput
+    ).pipe(
+      // nsenter answers 1 when the sandbox vanished under it: that is the machine stopping.
+      Effect.flatMap((exit) =>
+        exit.exitCode !== 0 && stoppedMeanwhile()
+          ? Effect.fail(new NotRunning({ machineId: id }))
+          : Effect.succeed(exit)
+      )
+    )
+  }
+
   const stop: MachineDriverShape["stop"] = (id, { force }) =>
     Effect.gen(function*() {
       const machine = paths(id)
@@ -293,35 +376,23 @@ export const make = (
         const record = running(id)
         if (record === undefined) return Effect.fail(new NotRunning({ machineId: id }))
         const cwd = NodePath.posix.resolve(machineHome, request.cwd ?? ".")
-        const cpuFile = paths(id).cpu
-        const enter = [
-          tools.nsenter,
-          `--target=${record.pid}`,
-          "--all",
-          "--root",
-          `--wdns=${cwd}`,
-          "--",
-          ...request.argv
-        ]
-        return runCommand(
-          // With cgroups, a small shell joins the machine's groups first and then becomes nsenter,
-          // so the command and everything it forks is counted and limited (about 0.5 ms more).
-          record.groups === undefined ? enter : Cgroups.joinThen(record.groups, enter),
-          {
-            cwd: "/",
-            env: { PATH: machinePath, HOME: machineHome, ...record.env, ...request.env },
-            stdin: request.stdin,
-            input: request.input,
-            onExit: record.cgroupCpuAtBoot === undefined ? (seconds) => cpuCredit(cpuFile, seconds) : undefined
-          },
-          onOutput
-        ).pipe(
-          // nsenter answers 1 when the sandbox vanished under it: that is the machine stopping.
-          Effect.flatMap((exit) =>
-            exit.exitCode !== 0 && running(id) === undefined
-              ? Effect.fail(new NotRunning({ machineId: id }))
-              : Effect.succeed(exit)
-          )
+        const env = { PATH: machinePath, HOME: machineHome, ...record.env, ...request.env }
+        // A command that ends with a failure of the way in (nsenter's 1, the launcher's end) while
+        // the machine is gone ended because the machine stopped.
+        const stoppedMeanwhile = () => running(id) === undefined
+        if (tools.perl === undefined) {
+          return enterAndRun(id, record, { ...request, cwd, env }, onOutput, stoppedMeanwhile)
+        }
+        return launcherOf(id, record, tools.perl).run({ ...request, cwd, env }, onOutput).pipe(
+          Effect.catchTag("LauncherGone", (gone) =>
+            // A stop kills the launcher a moment before the machine's pid 1 is gone.
+            Effect.flatMap(
+              waitFor(stoppedMeanwhile, launcherGraceMs),
+              (stopped): Effect.Effect<never, DriverError | NotRunning> =>
+                stopped
+                  ? Effect.fail(new NotRunning({ machineId: id }))
+                  : Effect.fail(new DriverError({ message: `exec in machine ${id}: ${gone.reason}` }))
+            ))
         )
       }),
     connectPort: (id, port) =>
@@ -368,6 +439,7 @@ export const checkTools = attempt("sandbox driver", (): Tools => {
   }
   const nsenter = which("nsenter")
   if (nsenter === undefined) throw new Error("nsenter not found: install util-linux")
+  const perl = which("perl")
   const probe = NodeChild.spawnSync(bwrap, ["--unshare-all", "--ro-bind", "/", "/", "true"], { encoding: "utf8" })
   if (probe.status !== 0) {
     throw new Error(
@@ -376,7 +448,7 @@ export const checkTools = attempt("sandbox driver", (): Tools => {
       }`
     )
   }
-  return { bwrap, nsenter }
+  return { bwrap, nsenter, perl: perl?.startsWith("/usr/") ? perl : undefined }
 })
 
 export const layer = (options: {
@@ -384,11 +456,14 @@ export const layer = (options: {
   readonly agentsDir?: string | undefined
   /** false: no cgroups even where the host allows them (no limits; CPU time from /proc). */
   readonly cgroups?: boolean | undefined
+  /** false: every exec enters the machine with nsenter, as on a host without Perl. */
+  readonly launcher?: boolean | undefined
 }) =>
   Layer.effect(
     MachineDriver,
     Effect.gen(function*() {
-      const tools = yield* checkTools
+      const found = yield* checkTools
+      const tools = options.launcher === false ? { ...found, perl: undefined } : found
       const cgroups = options.cgroups === false ? Cgroups.none : Cgroups.detect()
       if (!cgroups.enforced && options.cgroups !== false) {
         yield* Effect.logWarning("cgroups not writable here: machine CPU and memory sizes are recorded, not enforced")
