@@ -22,7 +22,10 @@ export interface OperationRow {
   readonly stop_reason: string | null
   /** `{exec_result}` or `{file_ranges}` as JSON. */
   readonly result: string | null
-  /** 1 when it boots the machine (counted by the starts limit). */
+  /**
+   * 1 when accepting it cost a start (counted by the starts limit). Whether it really boots, and so
+   * waits for a slot of the host, is decided at its turn (src/runtime/MachineSupervisor.ts).
+   */
   readonly boots: number
   /** Set while (and after) a boot waited in the host's start queue (src/runtime/HostCapacity.ts). */
   readonly queued_at: number | null

@@ -45,6 +45,17 @@ export class MachineSupervisor extends Context.Tag("svc/runtime/MachineSuperviso
 /** The kinds that boot the machine, so need its environment's variables. */
 const boots: ReadonlySet<string> = new Set(["create", "start", "restart", "fork", "restore"])
 
+/**
+ * Whether the operation may boot the machine when its turn comes, so must first hold a slot of the
+ * host. Decided from what it asks, not from the row's `boots` (whether accepting it cost a start):
+ * a start accepted while the machine was to be running anyway still boots it if the machine stopped
+ * on its own meanwhile (a crash, an earlier boot that failed `no_capacity` or was cancelled). A
+ * machine that still runs holds its slot already, so `tryAdmit` lets its start through at once.
+ */
+const needsSlot = (operation: OperationRow) =>
+  operation.kind === "start" || operation.kind === "restart" ||
+  (makesMachine(operation.kind) && JSON.parse(operation.request).start === true)
+
 /** The bus event of a machine that settled in `state`, if it has one. */
 const machineEventOf = (state: MachineState | undefined) => {
   switch (state) {
@@ -231,12 +242,13 @@ const make = Effect.gen(function*() {
     })
 
   /** Carries one operation to a terminal status, re-applying it while the outcome is uncertain. */
-  const run = (initial: OperationRow) =>
-    Effect.gen(function*() {
+  const run = (initial: OperationRow) => {
+    const slotted = needsSlot(initial)
+    return Effect.gen(function*() {
       let attempts = initial.attempt_count
       const cancelled = yield* Deferred.make<void>()
       cancels.set(initial.id, cancelled)
-      if (initial.boots === 1) {
+      if (slotted) {
         const slot = yield* admission(initial, cancelled)
         if (slot === "cancelled") return
         if (slot === "expired") return yield* settle(initial, attempts, yield* noCapacity(initial))
@@ -290,8 +302,9 @@ const make = Effect.gen(function*() {
       }
     }).pipe(
       Effect.ensuring(Effect.sync(() => cancels.delete(initial.id))),
-      Effect.ensuring(initial.boots === 1 ? capacity.release(initial.machine_id) : capacity.pump)
+      Effect.ensuring(slotted ? capacity.release(initial.machine_id) : capacity.pump)
     )
+  }
 
   /** The actor: drains the machine's open operations, then ends once nothing woke it meanwhile. */
   const actor = (machineId: string, self: Actor): Effect.Effect<void> =>

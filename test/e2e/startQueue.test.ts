@@ -102,6 +102,37 @@ describe("start queue", () => {
       assert.strictEqual(started.status, "succeeded")
     }))
 
+  it.scoped("a start accepted while an earlier boot was to run the machine still waits its turn if that boot did not happen", () =>
+    Effect.gen(function*() {
+      const api = yield* setup(1)
+      const first = yield* runningMachine(api, "first")
+      const created = yield* change(api, "POST", "/v1/machines", { name: "second", start: false })
+      const second = created.machine_id as string
+      // The first start waits for the host; the second is accepted while the machine is to be running
+      // anyway (so it costs no start), then the first leaves the queue and the machine stays stopped.
+      const waiting = yield* api("POST", `/v1/machines/${second}/start`, { json: {} })
+      yield* queued(api, waiting.body.operation_id)
+      const again = yield* api("POST", `/v1/machines/${second}/start`, { json: {} })
+      assert.strictEqual(again.status, 202)
+      yield* api("POST", `/v1/operations/${waiting.body.operation_id}/cancel`)
+
+      // The second start boots a stopped machine, so it waits for the host like any boot.
+      const behind = yield* queued(api, again.body.operation_id)
+      assert.strictEqual(behind.status, "pending")
+      assert.strictEqual(behind.starting_soon.position, 1)
+      yield* realSleep(300)
+      assert.strictEqual((yield* api("GET", `/v1/machines/${second}`)).body.state, "stopped")
+      const running = yield* api("GET", "/v1/machines")
+      assert.deepStrictEqual(
+        running.body.items.filter((m: { state: string }) => m.state === "running").map((m: { id: string }) => m.id),
+        [first]
+      )
+
+      yield* change(api, "POST", `/v1/machines/${first}/stop`, {})
+      assert.strictEqual((yield* settled(api, again.body.operation_id)).status, "succeeded")
+      assert.strictEqual((yield* api("GET", `/v1/machines/${second}`)).body.state, "running")
+    }))
+
   it.scoped("a machine that already runs takes no new slot: restart on a full host goes ahead", () =>
     Effect.gen(function*() {
       const api = yield* setup(1)
