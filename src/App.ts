@@ -16,6 +16,7 @@ import * as Database from "./persistence/Database.js"
 import { EmailSignInsRepo } from "./persistence/EmailSignInsRepo.js"
 import { EnvironmentsRepo } from "./persistence/EnvironmentsRepo.js"
 import { GroupCommit } from "./persistence/GroupCommit.js"
+import { IdempotencyKeysRepo } from "./persistence/IdempotencyKeysRepo.js"
 import { MachinesRepo } from "./persistence/MachinesRepo.js"
 import { OperationsRepo } from "./persistence/OperationsRepo.js"
 import { OrganizationsRepo } from "./persistence/OrganizationsRepo.js"
@@ -77,6 +78,7 @@ export const machinesLive = <E, R>(driver: Layer.Layer<MachineDriver, E, R>) =>
       Layer.mergeAll(
         MachinesRepo.layer,
         OperationsRepo.layer,
+        IdempotencyKeysRepo.layer,
         EnvironmentsRepo.layer,
         PortTokensRepo.layer,
         SnapshotsRepo.layer,

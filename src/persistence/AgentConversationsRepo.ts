@@ -1,4 +1,4 @@
-/** Agent conversations, their turns, the inputs sent to running turns and the routes' idempotency records. */
+/** Agent conversations, their turns and the inputs sent to running turns (their idempotency records: IdempotencyKeysRepo). */
 import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer, Option } from "effect"
 
@@ -47,15 +47,6 @@ export interface InputRow {
   readonly accepted_at: number | null
 }
 
-export interface KeyRow {
-  readonly organization_id: string
-  readonly idempotency_key: string
-  readonly fingerprint: string
-  readonly turn_id: string
-  readonly input_id: string | null
-  readonly created_at: number
-}
-
 const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const one = <A>(rows: ReadonlyArray<A>) => Option.fromNullable(rows[0])
@@ -93,11 +84,7 @@ const make = Effect.gen(function*() {
     acceptInput: (id: string, now: number) =>
       Effect.orDie(sql`UPDATE agent_inputs SET accepted_at = ${now} WHERE id = ${id} AND accepted_at IS NULL`),
     findInput: (id: string) =>
-      sql<InputRow>`SELECT * FROM agent_inputs WHERE id = ${id}`.pipe(Effect.map(one), Effect.orDie),
-    findKey: (organizationId: string, key: string) =>
-      sql<KeyRow>`SELECT * FROM agent_idempotency_keys WHERE organization_id = ${organizationId}
-        AND idempotency_key = ${key}`.pipe(Effect.map(one), Effect.orDie),
-    insertKey: (row: KeyRow) => Effect.orDie(sql`INSERT INTO agent_idempotency_keys ${sql.insert(row as any)}`)
+      sql<InputRow>`SELECT * FROM agent_inputs WHERE id = ${id}`.pipe(Effect.map(one), Effect.orDie)
   }
 })
 

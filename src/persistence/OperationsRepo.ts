@@ -130,18 +130,7 @@ const make = Effect.gen(function*() {
         ORDER BY id`.pipe(Effect.orDie),
     outputOf: (operationId: string) =>
       sql<EventRow>`SELECT * FROM operation_events WHERE operation_id = ${operationId} AND name = 'output'
-        ORDER BY id`.pipe(Effect.orDie),
-    // Idempotency
-    findKey: (organizationId: string, key: string) =>
-      sql<{ fingerprint: string; operation_id: string }>`SELECT fingerprint, operation_id FROM idempotency_keys
-        WHERE organization_id = ${organizationId} AND idempotency_key = ${key}`.pipe(Effect.map(one), Effect.orDie),
-    insertKey: (row: {
-      organization_id: string
-      idempotency_key: string
-      fingerprint: string
-      operation_id: string
-      created_at: number
-    }) => Effect.orDie(sql`INSERT INTO idempotency_keys ${sql.insert(row)}`)
+        ORDER BY id`.pipe(Effect.orDie)
   }
 })
 

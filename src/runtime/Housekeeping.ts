@@ -22,11 +22,11 @@ export const sweep = Effect.gen(function*() {
     yield* sql`DELETE FROM port_tokens WHERE expires_at <= ${now}`
     yield* sql`DELETE FROM sessions WHERE expires_at <= ${now}`
     yield* sql`DELETE FROM email_sign_ins WHERE expires_at <= ${now - day}`
+    // A key names an operation or an agent turn: kept while the one it names is open.
     yield* sql`DELETE FROM idempotency_keys WHERE created_at <= ${now - Duration.toMillis(idempotencyRetention)}
-      AND operation_id NOT IN (SELECT id FROM operations WHERE status IN ('pending', 'running', 'uncertain'))`
-    // The agent routes' keys (their own table: they name a turn, not an operation), by the same rule.
-    yield* sql`DELETE FROM agent_idempotency_keys WHERE created_at <= ${now - Duration.toMillis(idempotencyRetention)}
-      AND turn_id NOT IN (SELECT id FROM agent_turns WHERE status IN ('starting', 'running'))`
+      AND (operation_id IS NULL
+        OR operation_id NOT IN (SELECT id FROM operations WHERE status IN ('pending', 'running', 'uncertain')))
+      AND (turn_id IS NULL OR turn_id NOT IN (SELECT id FROM agent_turns WHERE status IN ('starting', 'running')))`
   })))
 })
 

@@ -29,7 +29,6 @@ import { iso, isoOrNull } from "../api/Dto.js"
 import { BodyTooLarge, InvalidRequest } from "../api/Errors.js"
 import {
   GuestActionFailed,
-  IdempotencyConflict,
   machineConflicts,
   type MachineDeleted,
   type MachineNotCreated,
@@ -43,6 +42,7 @@ import { AgentConversationsRepo, type ConversationRow, type TurnRow } from "../p
 import { type AgentEventRow, AgentEventsRepo } from "../persistence/AgentEventsRepo.js"
 import { GroupCommit } from "../persistence/GroupCommit.js"
 import type { MachineRow } from "../persistence/MachinesRepo.js"
+import { makeIdempotency } from "./Idempotency.js"
 import { canonicalJson, Machines, type Requester } from "./Machines.js"
 import { sha256 } from "./Secrets.js"
 
@@ -66,6 +66,7 @@ const make = Effect.gen(function*() {
   const config = yield* AppConfig
   const commit = yield* GroupCommit
   const repo = yield* AgentConversationsRepo
+  const idempotency = yield* makeIdempotency
   const events = yield* AgentEventsRepo
   const driver = yield* MachineDriver
   const scope = yield* Effect.scope
@@ -179,26 +180,17 @@ const make = Effect.gen(function*() {
         onSome: Effect.succeed
       }))
 
+  /** The turn (and input) an earlier request with the key made; 409 when that request was another. */
   const checkKey = (requester: Requester, fingerprint: string) =>
-    Effect.gen(function*() {
-      if (requester.idempotencyKey === undefined) return Option.none()
-      const found = yield* repo.findKey(requester.organizationId, requester.idempotencyKey)
-      if (Option.isNone(found)) return Option.none()
-      if (found.value.fingerprint !== fingerprint) {
-        return yield* new IdempotencyConflict({ detail: "This Idempotency-Key was used with a different request" })
-      }
-      return found
-    })
+    Effect.map(
+      idempotency.previous(requester, fingerprint),
+      Option.flatMap((key) =>
+        key.turn_id === null ? Option.none() : Option.some({ turnId: key.turn_id, inputId: key.input_id })
+      )
+    )
 
   const recordKey = (requester: Requester, fingerprint: string, turnId: string, inputId: string | null, now: number) =>
-    requester.idempotencyKey === undefined ? Effect.void : repo.insertKey({
-      organization_id: requester.organizationId,
-      idempotency_key: requester.idempotencyKey,
-      fingerprint,
-      turn_id: turnId,
-      input_id: inputId,
-      created_at: now
-    })
+    idempotency.record(requester, fingerprint, { turn_id: turnId, input_id: inputId }, now)
 
   const currentTurn = (turnId: string) =>
     Effect.map(repo.findTurn(turnId), (found) => Option.getOrThrowWith(found, () => new Error(`turn ${turnId} gone`)))
@@ -354,12 +346,12 @@ const make = Effect.gen(function*() {
     Effect.gen(function*() {
       const again = yield* checkKey(requester, fingerprint)
       if (Option.isNone(again)) return Option.none<AgentInputAccepted>()
-      const turn = yield* currentTurn(again.value.turn_id)
+      const turn = yield* currentTurn(again.value.turnId)
       return Option.some(
         {
           conversation_id: turn.conversation_id,
           turn_id: turn.id,
-          input_id: again.value.input_id!,
+          input_id: again.value.inputId!,
           kind,
           stopped: turn.finished_at !== null
         } satisfies AgentInputAccepted
@@ -371,7 +363,7 @@ const make = Effect.gen(function*() {
       Effect.gen(function*() {
         const fingerprint = promptFingerprint(machineId, body)
         const again = yield* checkKey(requester, fingerprint)
-        if (Option.isSome(again)) return turnDto(yield* currentTurn(again.value.turn_id))
+        if (Option.isSome(again)) return turnDto(yield* currentTurn(again.value.turnId))
         if (body.text === "" && body.attachments.length === 0) {
           return yield* new InvalidRequest({
             detail: "A prompt needs text or an attachment",
@@ -428,7 +420,7 @@ const make = Effect.gen(function*() {
         const accepted = yield* commit.transaction(Effect.gen(function*() {
           // Again inside the transaction: a concurrent request with the same key or conversation.
           const raced = yield* checkKey(requester, fingerprint)
-          if (Option.isSome(raced)) return Option.some(raced.value.turn_id)
+          if (Option.isSome(raced)) return Option.some(raced.value.turnId)
           if (existing === undefined) {
             const conversation: ConversationRow = {
               id: turn.conversation_id,

@@ -7,7 +7,7 @@
 import type { SqlClient } from "@effect/sql"
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import { ResourceNotFound } from "../api/Errors.js"
-import { IdempotencyConflict, machineConflicts, NameTaken, RuntimeUnavailable } from "../api/MachineErrors.js"
+import { machineConflicts, NameTaken, RuntimeUnavailable } from "../api/MachineErrors.js"
 import type { AcceptedChange, CreateMachineRequest } from "../api/MachinesApi.js"
 import { AppConfig } from "../config/AppConfig.js"
 import { uuidv7 } from "../domain/Ids.js"
@@ -19,14 +19,12 @@ import { GroupCommit } from "../persistence/GroupCommit.js"
 import { type MachinePatch, type MachineRow, MachinesRepo } from "../persistence/MachinesRepo.js"
 import { OperationsRepo } from "../persistence/OperationsRepo.js"
 import { MachineSupervisor } from "../runtime/MachineSupervisor.js"
+import { type Keyed, makeIdempotency } from "./Idempotency.js"
 import { Limits } from "./Limits.js"
 import { sha256 } from "./Secrets.js"
 
-export interface Requester {
-  readonly organizationId: string
+export interface Requester extends Keyed {
   readonly userId: string
-  /** The `Idempotency-Key` header, quotes removed; none makes every request new. */
-  readonly idempotencyKey: string | undefined
 }
 
 /** JSON with object keys sorted, so equal requests have equal text. */
@@ -69,6 +67,7 @@ const make = Effect.gen(function*() {
   const commit = yield* GroupCommit
   const machines = yield* MachinesRepo
   const operations = yield* OperationsRepo
+  const idempotency = yield* makeIdempotency
   const supervisor = yield* MachineSupervisor
   const limits = yield* Limits
   const environments = yield* EnvironmentsRepo
@@ -92,13 +91,10 @@ const make = Effect.gen(function*() {
   /** The original answer for a repeated key, a conflict for a different request, or none. */
   const replay = (requester: Requester, fingerprint: string) =>
     Effect.gen(function*() {
-      if (requester.idempotencyKey === undefined) return Option.none<AcceptedChange>()
-      const found = yield* operations.findKey(requester.organizationId, requester.idempotencyKey)
-      if (Option.isNone(found)) return Option.none<AcceptedChange>()
-      if (found.value.fingerprint !== fingerprint) {
-        return yield* new IdempotencyConflict({ detail: "This Idempotency-Key was used with a different request" })
-      }
-      const original = yield* operations.find(found.value.operation_id)
+      const found = yield* idempotency.previous(requester, fingerprint)
+      const operationId = Option.flatMapNullable(found, (key) => key.operation_id)
+      if (Option.isNone(operationId)) return Option.none<AcceptedChange>()
+      const original = yield* operations.find(operationId.value)
       return Option.map(original, (row) => accepted(row.id, row.machine_id, row.kind))
     })
 
@@ -129,15 +125,7 @@ const make = Effect.gen(function*() {
         started_at: null,
         finished_at: null
       })
-      if (requester.idempotencyKey !== undefined) {
-        yield* operations.insertKey({
-          organization_id: requester.organizationId,
-          idempotency_key: requester.idempotencyKey,
-          fingerprint,
-          operation_id: operation.id,
-          created_at: now
-        })
-      }
+      yield* idempotency.record(requester, fingerprint, { operation_id: operation.id }, now)
       yield* operations.appendEvent(
         operation.id,
         "status",

@@ -300,6 +300,25 @@ describe("agents: claude_code", () => {
     120_000
   )
 
+  it.scopedLive("an Idempotency-Key is the organization's: used for an exec, it answers 409 on an agent prompt", () =>
+    Effect.gen(function*() {
+      // No agent is installed: the key is checked before anything else, as for every accepting route.
+      const server = yield* startServer({ runtime: "sandbox", agentsDir: "/nonexistent/agents" })
+      const owner = yield* server.bootstrap("keys@example.com")
+      const api = client(server.url, { key: owner.api_key })
+      const machineId = yield* runningMachine(api, "keys")
+      const exec = yield* api("POST", `/v1/machines/${machineId}/exec`, {
+        json: { shell: "true" },
+        headers: { "idempotency-key": "shared-key" }
+      })
+      assert.strictEqual(exec.status, 202, exec.text)
+      const reply = yield* prompt(api, machineId, { provider: "claude_code", text: "hi" }, "shared-key")
+      assert.strictEqual(reply.status, 409, reply.text)
+      assert.strictEqual(reply.body.code, "idempotency_conflict")
+      const other = yield* prompt(api, machineId, { provider: "claude_code", text: "hi" }, "other-key")
+      assert.strictEqual(other.body.code, "agents_unavailable")
+    }))
+
   it.scopedLive("provider-models lists the three agents; a missing agent answers 503 agents_unavailable", () =>
     Effect.gen(function*() {
       const server = yield* startServer({ runtime: "sandbox", agentsDir: "/nonexistent/agents" })

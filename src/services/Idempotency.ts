@@ -1,0 +1,38 @@
+/**
+ * The one `Idempotency-Key` check of every accepting route (docs/operations.md): the same key with
+ * the same request answers what the first request made; with a different request (another body,
+ * another route: a machine exec and an agent prompt alike) it answers 409 `idempotency_conflict`.
+ * The check runs again inside the accept's transaction, so two concurrent requests make one record.
+ */
+import { Effect, Option } from "effect"
+import { IdempotencyConflict } from "../api/MachineErrors.js"
+import { IdempotencyKeysRepo, type KeyAnswer } from "../persistence/IdempotencyKeysRepo.js"
+
+/** Who asks, and with which key. */
+export interface Keyed {
+  readonly organizationId: string
+  /** The `Idempotency-Key` header, quotes removed; none makes every request new. */
+  readonly idempotencyKey: string | undefined
+}
+
+export const makeIdempotency = Effect.map(IdempotencyKeysRepo, (keys) => ({
+  /** The record of the earlier request with this key, if any; fails when that request was another. */
+  previous: (requester: Keyed, fingerprint: string) =>
+    Effect.gen(function*() {
+      if (requester.idempotencyKey === undefined) return Option.none()
+      const found = yield* keys.find(requester.organizationId, requester.idempotencyKey)
+      if (Option.isSome(found) && found.value.fingerprint !== fingerprint) {
+        return yield* new IdempotencyConflict({ detail: "This Idempotency-Key was used with a different request" })
+      }
+      return found
+    }),
+
+  /** Records the key with what the request made (inside the accept's transaction). */
+  record: (requester: Keyed, fingerprint: string, answer: KeyAnswer, now: number) =>
+    requester.idempotencyKey === undefined ? Effect.void : keys.insert({
+      organization_id: requester.organizationId,
+      idempotency_key: requester.idempotencyKey,
+      fingerprint,
+      created_at: now
+    }, answer)
+}))
