@@ -1,5 +1,6 @@
 /** The error codes of machines and operations (api.md "Errors", extensions.md §5). */
-import { Schema } from "effect"
+import { Effect, Schema } from "effect"
+import { conflictOf, type MachineState } from "../domain/MachineStates.js"
 import { problem, ProblemFields } from "./Problem.js"
 
 export class IdempotencyConflict extends Schema.TaggedError<IdempotencyConflict>()(
@@ -56,6 +57,19 @@ export const machineConflicts = {
   machine_deleted: MachineDeleted,
   machine_not_stopped: MachineNotStopped
 } as const
+
+/**
+ * The machine must be running now: agent routes talk to it at once, without an operation, so its
+ * real state is checked (not the projected one) by the rule exec follows (`conflictOf`).
+ */
+export const requireRunning = <M extends { readonly state: MachineState }>(
+  machine: M
+): Effect.Effect<M, MachineNotRunning | MachineNotCreated | MachineDeleted> => {
+  const conflict = conflictOf("exec", machine.state)
+  if (conflict === undefined) return Effect.succeed(machine)
+  if (conflict === "machine_not_stopped") return Effect.dieMessage("exec never needs a stopped machine")
+  return Effect.fail(new machineConflicts[conflict]({ detail: `The machine is ${machine.state}` }))
+}
 
 /** Something in the machine did not answer as needed: the port proxy found nothing listening. */
 export class GuestActionFailed extends Schema.TaggedError<GuestActionFailed>()(

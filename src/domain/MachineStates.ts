@@ -103,7 +103,8 @@ export const conflictOf = (
   const rule = rules[kind]
   if (rule.from.includes(settled)) return undefined
   if (settled === "deleted") return "machine_deleted"
-  if (settled === "failed") return "machine_not_created"
+  // Still being created (or its create was cancelled in the start queue), or its create failed.
+  if (state === "creating" || settled === "failed") return "machine_not_created"
   return rule.otherwise
 }
 

@@ -27,21 +27,13 @@ import {
 } from "../api/AgentsApi.js"
 import { iso, isoOrNull } from "../api/Dto.js"
 import { BodyTooLarge, InvalidRequest } from "../api/Errors.js"
-import {
-  GuestActionFailed,
-  machineConflicts,
-  type MachineDeleted,
-  type MachineNotCreated,
-  type MachineNotRunning,
-  RuntimeUnavailable
-} from "../api/MachineErrors.js"
+import { GuestActionFailed, requireRunning, RuntimeUnavailable } from "../api/MachineErrors.js"
 import { agentsDirOf, AppConfig } from "../config/AppConfig.js"
 import { uuidv7 } from "../domain/Ids.js"
 import { MachineDriver } from "../drivers/MachineDriver.js"
 import { AgentConversationsRepo, type ConversationRow, type TurnRow } from "../persistence/AgentConversationsRepo.js"
 import { type AgentEventRow, AgentEventsRepo } from "../persistence/AgentEventsRepo.js"
 import { GroupCommit } from "../persistence/GroupCommit.js"
-import type { MachineRow } from "../persistence/MachinesRepo.js"
 import { makeIdempotency } from "./Idempotency.js"
 import { canonicalJson, Machines, type Requester } from "./Machines.js"
 import { sha256 } from "./Secrets.js"
@@ -158,20 +150,8 @@ const make = Effect.gen(function*() {
 
   const findMachine = (yield* Machines).find
 
-  const requireRunning = (organizationId: string, machineId: string) =>
-    Effect.flatMap(findMachine(organizationId, machineId), (machine): Effect.Effect<
-      MachineRow,
-      MachineNotRunning | MachineNotCreated | MachineDeleted
-    > => {
-      if (machine.state === "running") return Effect.succeed(machine)
-      if (machine.state === "deleted" || machine.state === "deleting") {
-        return Effect.fail(new machineConflicts.machine_deleted({ detail: "The machine was deleted" }))
-      }
-      if (machine.state === "creating") {
-        return Effect.fail(new machineConflicts.machine_not_created({ detail: "The machine is being created" }))
-      }
-      return Effect.fail(new machineConflicts.machine_not_running({ detail: `The machine is ${machine.state}` }))
-    })
+  const runningMachine = (organizationId: string, machineId: string) =>
+    Effect.flatMap(findMachine(organizationId, machineId), requireRunning)
 
   const findConversation = (machineId: string, conversationId: string) =>
     Effect.flatMap(repo.findConversation(machineId, conversationId.toLowerCase()), (found) =>
@@ -331,7 +311,7 @@ const make = Effect.gen(function*() {
   /** The conversation's turn that runs now, with its handle; `no_active_turn` when none does. */
   const runningTurn = (requester: Requester, machineId: string, conversationId: string) =>
     Effect.gen(function*() {
-      const machine = yield* requireRunning(requester.organizationId, machineId)
+      const machine = yield* runningMachine(requester.organizationId, machineId)
       const conversation = yield* findConversation(machine.id, conversationId)
       const open = yield* repo.openTurn(conversation.id)
       const handle = Option.isSome(open) ? handles.get(open.value.id) : undefined
@@ -382,7 +362,7 @@ const make = Effect.gen(function*() {
             detail: `Machines cannot run on this server now: ${driver.unavailable}`
           })
         }
-        const machine = yield* requireRunning(requester.organizationId, machineId)
+        const machine = yield* runningMachine(requester.organizationId, machineId)
         const existing = body.conversation_id === null
           ? undefined
           : yield* findConversation(machine.id, body.conversation_id)

@@ -9,7 +9,7 @@ describe("machine state rules", () => {
       assert.strictEqual(conflictOf(kind, "running"), undefined)
       assert.strictEqual(conflictOf(kind, "starting"), undefined, "starting settles as running")
       assert.strictEqual(conflictOf(kind, "stopped"), "machine_not_running")
-      assert.strictEqual(conflictOf(kind, "creating"), "machine_not_running")
+      assert.strictEqual(conflictOf(kind, "creating"), "machine_not_created")
       assert.strictEqual(conflictOf(kind, "deleted"), "machine_deleted")
       assert.strictEqual(conflictOf(kind, "deleting"), "machine_deleted")
       assert.strictEqual(conflictOf(kind, "failed"), "machine_not_created")

@@ -133,6 +133,24 @@ describe("start queue", () => {
       assert.strictEqual((yield* api("GET", `/v1/machines/${second}`)).body.state, "running")
     }))
 
+  it.scoped("a create cancelled in the queue leaves a machine not created: exec and agent prompts answer one 409", () =>
+    Effect.gen(function*() {
+      const api = yield* setup(1)
+      yield* runningMachine(api, "first")
+      const created = yield* api("POST", "/v1/machines", { json: { name: "never", start: true } })
+      yield* queued(api, created.body.operation_id)
+      yield* api("POST", `/v1/operations/${created.body.operation_id}/cancel`)
+      const id = created.body.machine_id
+      assert.strictEqual((yield* api("GET", `/v1/machines/${id}`)).body.state, "creating")
+      // Machines and agents answer by the one rule (src/domain/MachineStates.ts conflictOf).
+      const exec = yield* api("POST", `/v1/machines/${id}/exec`, { json: { shell: "true" } })
+      const prompt = yield* api("POST", `/v1/machines/${id}/agents/prompt`, {
+        json: { provider: "claude_code", text: "hi" }
+      })
+      assert.deepStrictEqual([exec.status, exec.body.code], [409, "machine_not_created"])
+      assert.deepStrictEqual([prompt.status, prompt.body.code], [409, "machine_not_created"])
+    }))
+
   it.scoped("a machine that already runs takes no new slot: restart on a full host goes ahead", () =>
     Effect.gen(function*() {
       const api = yield* setup(1)
