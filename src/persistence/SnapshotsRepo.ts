@@ -53,6 +53,12 @@ const make = Effect.gen(function*() {
         Effect.map(one),
         Effect.orDie
       ),
+    /** The organization's rows among `ids`, in one query (bulk delete). */
+    findManyIn: (organizationId: string, ids: ReadonlyArray<string>) =>
+      ids.length === 0
+        ? Effect.succeed([] as ReadonlyArray<SnapshotRow>)
+        : sql<SnapshotRow>`SELECT * FROM snapshots WHERE organization_id = ${organizationId}
+            AND ${sql.in("id", ids)}`.pipe(Effect.orDie),
     findByOperation: (operationId: string) =>
       sql<SnapshotRow>`SELECT * FROM snapshots WHERE operation_id = ${operationId}`.pipe(
         Effect.map(one),
@@ -68,7 +74,8 @@ const make = Effect.gen(function*() {
     settle: (id: string, patch: SnapshotPatch) =>
       sql<{ id: string }>`UPDATE snapshots SET ${sql.update(patch as any)} WHERE id = ${id} AND status = 'pending'
         RETURNING id`.pipe(Effect.map((rows) => rows.length > 0), Effect.orDie),
-    remove: (id: string) => Effect.orDie(sql`DELETE FROM snapshots WHERE id = ${id}`),
+    remove: (ids: ReadonlyArray<string>) =>
+      ids.length === 0 ? Effect.void : Effect.orDie(sql`DELETE FROM snapshots WHERE ${sql.in("id", ids)}`),
     /** A machine's snapshots (not templates), oldest first; `after` is the last id of the previous page. */
     pageForMachine: (machineId: string, options: { limit: number; after: string | null }) =>
       sql<SnapshotRow>`SELECT * FROM snapshots WHERE machine_id = ${machineId} AND name IS NULL

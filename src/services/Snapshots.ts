@@ -129,7 +129,7 @@ const make = Effect.gen(function*() {
           ...rows.filter((row) => row.status === "failed"),
           ...ready.slice(0, Math.max(0, ready.length - keep))
         ]
-        yield* Effect.forEach(excess, removeRow, { discard: true })
+        yield* removeRows(excess)
       }
     })
 
@@ -188,12 +188,30 @@ const make = Effect.gen(function*() {
       return found.value
     })
 
-  /** Removes a settled row from the product at once; the store's data goes at the next collection. */
-  const removeRow = (row: SnapshotRow) =>
+  /** Removes settled rows from the product at once (one statement); the store's data goes at the next collection. */
+  const removeRows = (rows: ReadonlyArray<SnapshotRow>) =>
     Effect.gen(function*() {
-      yield* snapshots.remove(row.id)
-      yield* Effect.promise(() => store.remove(row.id).catch(() => undefined))
+      if (rows.length === 0) return
+      yield* snapshots.remove(rows.map((row) => row.id))
+      yield* Effect.forEach(rows, (row) => Effect.promise(() => store.remove(row.id).catch(() => undefined)), {
+        discard: true
+      })
       yield* requestCollection
+    })
+
+  /** What a bulk delete does with a row: only settled snapshots go; templates and pending pushes stay. */
+  const deleteResultOf = (row: SnapshotRow): DeleteResult =>
+    row.name !== null ? "template" : row.status === "pending" ? "pending" : "deleted"
+
+  /** Deletes what may go among the rows found for each id, and reports each id's result in order. */
+  const deleteSome = (found: ReadonlyArray<readonly [id: string, row: SnapshotRow | undefined]>) =>
+    Effect.gen(function*() {
+      const results = found.map(([id, row]) => ({
+        snapshot_id: id,
+        result: row === undefined ? "not_found" as const : deleteResultOf(row)
+      }))
+      yield* removeRows(found.flatMap(([, row]) => row !== undefined && deleteResultOf(row) === "deleted" ? [row] : []))
+      return deleteResults(results)
     })
 
   const deleteResults = (results: SnapshotDeleteResults["results"]): SnapshotDeleteResults => ({
@@ -204,7 +222,7 @@ const make = Effect.gen(function*() {
   const deleteOne = (row: SnapshotRow) =>
     row.status === "pending"
       ? Effect.fail(new SnapshotPending({ detail: "The snapshot has not settled yet" }))
-      : removeRow(row)
+      : removeRows([row])
 
   const push = (requester: Requester, machineId: string, tier: "warm" | "cold", source: "api" | "automatic") =>
     Effect.flatMap(
@@ -357,33 +375,17 @@ const make = Effect.gen(function*() {
     /** Deletes each id once, in the order given; templates and pending pushes are kept and reported. */
     bulkDelete: (organizationId: string, ids: ReadonlyArray<string>) =>
       Effect.gen(function*() {
-        const results: Array<{ snapshot_id: string; result: DeleteResult }> = []
-        for (const id of new Set(ids.map((id) => id.toLowerCase()))) {
-          const found = yield* snapshots.findIn(organizationId, id)
-          const result: DeleteResult = Option.isNone(found)
-            ? "not_found"
-            : found.value.name !== null
-            ? "template"
-            : found.value.status === "pending"
-            ? "pending"
-            : "deleted"
-          if (result === "deleted" && Option.isSome(found)) yield* removeRow(found.value)
-          results.push({ snapshot_id: id, result })
-        }
-        return deleteResults(results)
+        const unique = [...new Set(ids.map((id) => id.toLowerCase()))]
+        const byId = new Map((yield* snapshots.findManyIn(organizationId, unique)).map((row) => [row.id, row]))
+        return yield* deleteSome(unique.map((id) => [id, byId.get(id)] as const))
       }),
 
     /** Deletes a machine's snapshots (of one source, or all), oldest first, reporting what was kept. */
     deleteForMachine: (organizationId: string, machineId: string, source: "api" | "automatic" | null) =>
       Effect.gen(function*() {
         yield* machines.find(organizationId, machineId)
-        const results: Array<{ snapshot_id: string; result: DeleteResult }> = []
-        for (const row of yield* snapshots.ofMachine(machineId, source)) {
-          const result: DeleteResult = row.name !== null ? "template" : row.status === "pending" ? "pending" : "deleted"
-          if (result === "deleted") yield* removeRow(row)
-          results.push({ snapshot_id: row.id, result })
-        }
-        return deleteResults(results)
+        const rows = yield* snapshots.ofMachine(machineId, source)
+        return yield* deleteSome(rows.map((row) => [row.id, row] as const))
       }),
 
     /** Collects the store now (tests and benchmarks wait for its size to drop instead). */

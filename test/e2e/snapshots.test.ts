@@ -184,6 +184,11 @@ describe("snapshots", () => {
       }))
       assert.isAbove(afterBulk, 3_900_000, "two.bin and one.bin are both still named by the second snapshot")
 
+      // The one lookup is the organization's: another organization's bulk delete finds nothing.
+      const stranger = client(server.url, { key: (yield* server.bootstrap("stranger@example.com")).api_key })
+      const foreign = yield* stranger("POST", "/v1/snapshots/bulk-delete", { json: { snapshot_ids: [second.id] } })
+      assert.deepStrictEqual(foreign.body, { deleted: 0, results: [{ snapshot_id: second.id, result: "not_found" }] })
+
       const third = yield* snapshotSettled(api, pendingId)
       assert.strictEqual(third.status, "ready")
       const byMachine = yield* api("DELETE", `/v1/machines/${id}/snapshots?source=automatic`)
