@@ -11,7 +11,7 @@ import { type ExposedPort, findPort, parsePorts, portsJson, withoutPort, withPor
 import { type DriverError, MachineDriver, type MachineSpec, type NotRunning } from "../drivers/MachineDriver.js"
 import type { MachinePatch, MachineRow } from "../persistence/MachinesRepo.js"
 import type { OperationRow } from "../persistence/OperationsRepo.js"
-import { SnapshotWork } from "../snapshots/SnapshotWork.js"
+import { fillSourceOf, SnapshotWork } from "../snapshots/SnapshotWork.js"
 import { onceArgv } from "./ExactlyOnce.js"
 import { OutputCollector } from "./ExecOutput.js"
 
@@ -119,11 +119,6 @@ const runOnce = (
 const needs = (operation: OperationRow, machine: MachineRow) =>
   makesMachine(operation.kind) ? undefined : conflictOf(operation.kind, machine.state)
 
-/** A fork, a restore or a machine made from a template gets its disk from its source first. */
-export const fillsFromSource = (operation: OperationRow) =>
-  operation.kind === "fork" || operation.kind === "restore" ||
-  (operation.kind === "create" && typeof JSON.parse(operation.request).template_snapshot_id === "string")
-
 export const apply = (
   operation: OperationRow,
   machine: MachineRow,
@@ -147,9 +142,10 @@ export const apply = (
       case "fork":
       case "restore":
       case "create": {
-        if (fillsFromSource(operation)) {
+        const source = fillSourceOf(operation.kind, request)
+        if (source !== undefined) {
           const work = yield* SnapshotWork
-          const refused = yield* work.fill(operation, machine, hooks.onProgress)
+          const refused = yield* work.fill(source, machine, hooks.onProgress)
           if (Option.isSome(refused)) return failed(refused.value, { state: "failed" })
         }
         yield* driver.create(spec)

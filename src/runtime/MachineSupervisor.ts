@@ -16,8 +16,8 @@ import { isTerminal, type OperationRow, OperationsRepo, type OperationStatus } f
 import { variablesOf } from "../services/EnvironmentVariables.js"
 import { tierOf } from "../services/Limits.js"
 import { SecretBox } from "../services/SecretBox.js"
-import { SnapshotWork } from "../snapshots/SnapshotWork.js"
-import { apply, fillsFromSource, type Outcome, specOf, stoppedOnItsOwn } from "./Apply.js"
+import { fillSourceOf, SnapshotWork } from "../snapshots/SnapshotWork.js"
+import { apply, type Outcome, specOf, stoppedOnItsOwn } from "./Apply.js"
 import { retryDelay } from "./Backoff.js"
 import { OutputCollector } from "./ExecOutput.js"
 import { HostCapacity } from "./HostCapacity.js"
@@ -231,8 +231,9 @@ const make = Effect.gen(function*() {
       const outcome = { status: "failed", errorCode: "no_capacity" } as const
       const machine = yield* machines.find(operation.machine_id)
       if (!makesMachine(operation.kind) || Option.isNone(machine)) return outcome
-      const filled = fillsFromSource(operation)
-        ? yield* Effect.either(snapshotWork.fill(operation, machine.value, () => Effect.void))
+      const source = fillSourceOf(operation.kind, JSON.parse(operation.request))
+      const filled = source !== undefined
+        ? yield* Effect.either(snapshotWork.fill(source, machine.value, () => Effect.void))
         : undefined
       if (filled !== undefined && (filled._tag === "Left" || Option.isSome(filled.right))) {
         return { ...outcome, machine: { state: "failed" } as const }

@@ -6,8 +6,9 @@
  * whole (it appears by one rename).
  */
 import { Clock, Context, Effect, Layer, Option, Runtime } from "effect"
-import * as NodeFs from "node:fs"
+import * as NodeFs from "node:fs/promises"
 import * as NodePath from "node:path"
+import type { OperationKind } from "../domain/MachineStates.js"
 import { DriverError, MachineDriver } from "../drivers/MachineDriver.js"
 import type { MachineRow } from "../persistence/MachinesRepo.js"
 import { MachinesRepo } from "../persistence/MachinesRepo.js"
@@ -20,6 +21,26 @@ import { CorruptChunk, NoManifest } from "./Store.js"
 import { copyTree } from "./Tree.js"
 
 type ProgressHook = (doneBytes: number, totalBytes: number) => Effect.Effect<void>
+
+/** What a fork, a restore or a machine made from a template names as its source (its decoded request). */
+export interface FillSource {
+  readonly kind: "create" | "fork" | "restore"
+  readonly source_machine_id?: string
+  readonly snapshot_id?: string
+  readonly template_snapshot_id?: string
+}
+
+/** A fork, a restore or a machine made from a template gets its disk from its source first. */
+export const fillSourceOf = (kind: OperationKind, request: Record<string, unknown>): FillSource | undefined =>
+  kind === "fork" || kind === "restore" || (kind === "create" && typeof request.template_snapshot_id === "string")
+    ? { ...request, kind }
+    : undefined
+
+/**
+ * Whether `path` exists, without blocking the event loop: every machine's actor shares it, so one
+ * machine's fill must not stall the others.
+ */
+const exists = (path: string) => Effect.promise(() => NodeFs.access(path).then(() => true, () => false))
 
 /** Progress from the store's callbacks, at most every 250 ms (each is a persisted event). */
 const throttled = (hook: ProgressHook) =>
@@ -52,12 +73,12 @@ const make = Effect.gen(function*() {
       const copy = Effect.tryPromise({
         try: async () => {
           await syncFileSystem(source)
-          NodeFs.rmSync(partial, { recursive: true, force: true })
-          NodeFs.mkdirSync(NodePath.dirname(target), { recursive: true })
+          await NodeFs.rm(partial, { recursive: true, force: true })
+          await NodeFs.mkdir(NodePath.dirname(target), { recursive: true })
           let done = 0
           const entries = await copyTree(source, partial, (bytes) => report(done += bytes, Number.MAX_SAFE_INTEGER))
           await syncFileSystem(partial)
-          NodeFs.renameSync(partial, target)
+          await NodeFs.rename(partial, target)
           return entries.reduce((sum, entry) => sum + entry.size, 0)
         },
         catch: hostError("fork")
@@ -129,23 +150,22 @@ const make = Effect.gen(function*() {
      * Fills the new machine's disk from its source; answers the error code when the source cannot
      * be had (the operation fails with it), or fails with DriverError for a host error (retried).
      */
-    fill: (operation: OperationRow, machine: MachineRow, onProgress: ProgressHook) =>
+    fill: (from: FillSource, machine: MachineRow, onProgress: ProgressHook) =>
       Effect.gen(function*() {
         const target = driver.diskPath(machine.id)
-        const request = JSON.parse(operation.request) as Record<string, unknown>
-        if (NodeFs.existsSync(target)) {
+        if (yield* exists(target)) {
           // Filled before a crash: a fork may have died before resuming its source.
-          if (operation.kind === "fork") yield* Effect.ignore(driver.thaw(String(request.source_machine_id)))
+          if (from.kind === "fork") yield* Effect.ignore(driver.thaw(String(from.source_machine_id)))
           return Option.none<string>()
         }
-        if (operation.kind === "fork") {
-          const source = yield* machines.find(String(request.source_machine_id))
+        if (from.kind === "fork") {
+          const source = yield* machines.find(String(from.source_machine_id))
           if (Option.isNone(source) || source.value.state === "deleted") return Option.some("machine_deleted")
-          if (!NodeFs.existsSync(driver.diskPath(source.value.id))) return Option.some("machine_not_created")
+          if (!(yield* exists(driver.diskPath(source.value.id)))) return Option.some("machine_not_created")
           yield* copyDisk(source.value.id, target, onProgress)
           return Option.none<string>()
         }
-        const snapshotId = String(request.snapshot_id ?? request.template_snapshot_id)
+        const snapshotId = String(from.snapshot_id ?? from.template_snapshot_id)
         const snapshot = yield* snapshots.find(snapshotId)
         if (Option.isNone(snapshot) || snapshot.value.status !== "ready") return Option.some("no_snapshot")
         const report = yield* throttled(onProgress)
