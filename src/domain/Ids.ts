@@ -5,6 +5,10 @@
  */
 import * as NodeCrypto from "node:crypto"
 
+/** A UUID's text, any version; callers lower-case ids before they look them up. */
+export const uuidText = "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+export const uuidPattern = new RegExp(`^${uuidText}$`, "i")
+
 let lastMillis = 0
 let sequence = 0
 

@@ -22,6 +22,7 @@ import {
 import { Policy, type PolicySpec } from "../api/Policy.js"
 import { AppConfig } from "../config/AppConfig.js"
 import { isMutatingMethod, keyAccess, roleAllowed } from "../domain/Access.js"
+import { uuidPattern } from "../domain/Ids.js"
 import { Accounts } from "../services/Accounts.js"
 import { ApiKeys } from "../services/ApiKeys.js"
 import { safeEqual } from "../services/Secrets.js"
@@ -39,8 +40,6 @@ export const policyIndex = (api: typeof Api) => {
   }
   return index
 }
-
-const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 const anonymous: CallerShape = { user: Option.none(), credential: Option.none(), organization: Option.none() }
 

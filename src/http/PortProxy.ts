@@ -24,6 +24,7 @@ import { InternalError, ResourceNotFound } from "../api/Errors.js"
 import { GuestActionFailed } from "../api/MachineErrors.js"
 import { type ProblemBody, problemContentType, specOf, toBody } from "../api/Problem.js"
 import { AppConfig } from "../config/AppConfig.js"
+import { uuidText } from "../domain/Ids.js"
 import { findPort, parsePorts } from "../domain/Ports.js"
 import { MachineDriver } from "../drivers/MachineDriver.js"
 import { MachinesRepo } from "../persistence/MachinesRepo.js"
@@ -37,8 +38,7 @@ export const PORT_TOKEN_PARAM = "svc_port_token"
 /** The cookie a query token is moved into; its path is the port's, so each port has its own. */
 export const PORT_TOKEN_COOKIE = "svc_port_token"
 
-const proxyPath =
-  /^\/v1\/machines\/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\/ports\/(\d{1,5})\/http(\/[^?]*)?(\?.*)?$/i
+const proxyPath = new RegExp(`^/v1/machines/(${uuidText})/ports/(\\d{1,5})/http(/[^?]*)?(\\?.*)?$`, "i")
 
 interface Target {
   readonly machineId: string

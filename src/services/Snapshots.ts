@@ -19,17 +19,16 @@ import {
 } from "../api/SnapshotErrors.js"
 import type { DeleteResult, SnapshotAccepted, SnapshotDeleteResults } from "../api/SnapshotsApi.js"
 import { AppConfig, defaultSnapshotSettings } from "../config/AppConfig.js"
-import { uuidv7 } from "../domain/Ids.js"
+import { uuidPattern, uuidv7 } from "../domain/Ids.js"
 import { conflictOf } from "../domain/MachineStates.js"
 import { DomainEvents } from "../events/DomainEvents.js"
 import { type MachineRow, MachinesRepo } from "../persistence/MachinesRepo.js"
 import { isTerminal, OperationsRepo } from "../persistence/OperationsRepo.js"
 import { type SnapshotRow, SnapshotsRepo } from "../persistence/SnapshotsRepo.js"
+import { readyPatch } from "../snapshots/Manifest.js"
 import { Store } from "../snapshots/SnapshotStoreLive.js"
 import { canonicalJson, Machines, type Origin, type Requester } from "./Machines.js"
 import { sha256 } from "./Secrets.js"
-
-const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 /** The settings a fork or a restore copies from its source machine. */
 const settingsOf = (machine: MachineRow, name: string, start: boolean): CreateMachineRequest => ({
@@ -79,12 +78,7 @@ const make = Effect.gen(function*() {
         ? yield* Effect.promise(() => store.read(row.value.id).catch(() => undefined))
         : undefined
       if (stored !== undefined) {
-        yield* snapshots.settle(row.value.id, {
-          status: "ready",
-          ...stored.summary,
-          disk_synced: stored.summary.disk_synced ? 1 : 0,
-          completed_at: now
-        })
+        yield* snapshots.settle(row.value.id, readyPatch(stored.summary, now))
       } else {
         const code = Option.isSome(operation) ? operation.value.error_code ?? "snapshot_failed" : "snapshot_failed"
         yield* snapshots.settle(row.value.id, { status: "failed", error_code: code, completed_at: now })

@@ -5,6 +5,7 @@
  * SHA-256 of its text, is the snapshot's `manifest` field.
  */
 import * as NodeCrypto from "node:crypto"
+import type { SnapshotPatch } from "../persistence/SnapshotsRepo.js"
 import type { FileIdentity, TreeEntry } from "./Tree.js"
 
 export type Tier = "warm" | "cold"
@@ -50,4 +51,12 @@ export const summaryOf = (manifest: Manifest, text: string): Summary => ({
   size_bytes: manifest.size_bytes,
   uploaded_bytes: manifest.uploaded_bytes,
   disk_synced: manifest.disk_synced
+})
+
+/** The row of a snapshot whose manifest is stored: ready, with the manifest's figures. */
+export const readyPatch = (summary: Summary, completedAt: number): SnapshotPatch => ({
+  status: "ready",
+  ...summary,
+  disk_synced: summary.disk_synced ? 1 : 0,
+  completed_at: completedAt
 })

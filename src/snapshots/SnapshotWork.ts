@@ -16,6 +16,7 @@ import type { OperationRow } from "../persistence/OperationsRepo.js"
 import { SnapshotsRepo } from "../persistence/SnapshotsRepo.js"
 import type { Outcome } from "../runtime/Apply.js"
 import { syncFileSystem } from "./Durable.js"
+import { readyPatch } from "./Manifest.js"
 import { Store } from "./SnapshotStoreLive.js"
 import { CorruptChunk, NoManifest } from "./Store.js"
 import { copyTree } from "./Tree.js"
@@ -133,16 +134,7 @@ const make = Effect.gen(function*() {
           status: "succeeded",
           unchanged: false,
           machine: {},
-          also: Effect.asVoid(snapshots.settle(row.id, {
-            status: "ready",
-            size_bytes: summary.size_bytes,
-            uploaded_bytes: summary.uploaded_bytes,
-            generation: summary.generation,
-            disk_synced: summary.disk_synced ? 1 : 0,
-            manifest: summary.manifest,
-            parent_manifest: summary.parent_manifest,
-            completed_at: completed
-          }))
+          also: Effect.asVoid(snapshots.settle(row.id, readyPatch(summary, completed)))
         } satisfies Outcome
       }),
 
