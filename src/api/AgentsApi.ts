@@ -3,8 +3,9 @@ import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
 import { Authorization } from "./Authorization.js"
 import { NullableTimestamp, RequestBody, Timestamp, Uuid } from "./Dto.js"
+import { acceptErrors, notRunningErrors, withErrors } from "./ErrorLists.js"
 import { ResourceNotFound } from "./Errors.js"
-import { GuestActionFailed, IdempotencyConflict, machineConflicts, RuntimeUnavailable } from "./MachineErrors.js"
+import { GuestActionFailed } from "./MachineErrors.js"
 import { IdempotencyHeaders } from "./MachinesApi.js"
 import { EventStream } from "./OperationsApi.js"
 import { Policy, policy } from "./Policy.js"
@@ -216,11 +217,6 @@ export class AgentsUnavailable extends Schema.TaggedError<AgentsUnavailable>()(
 ) {}
 
 const MachinePath = Schema.Struct({ id: Uuid })
-const machineStateErrors = [
-  wire(machineConflicts.machine_not_running),
-  wire(machineConflicts.machine_not_created),
-  wire(machineConflicts.machine_deleted)
-] as const
 const changers = policy("U", "header", ["owner", "admin", "operator"])
 
 /** The 202 routes: idempotency key, the machine's state, the conversation. */
@@ -231,15 +227,7 @@ const turnChange = <const Name extends string, const Path extends `/v1/machines/
   HttpApiEndpoint.post(name, path)
     .setPath(MachinePath)
     .setHeaders(IdempotencyHeaders)
-    .addError(wire(ResourceNotFound))
-    .addError(wire(ConversationNotFound))
-    .addError(wire(IdempotencyConflict))
-    .addError(machineStateErrors[0])
-    .addError(machineStateErrors[1])
-    .addError(machineStateErrors[2])
-    .addError(wire(GuestActionFailed))
-    .addError(wire(AgentsUnavailable))
-    .addError(wire(RuntimeUnavailable))
+    .pipe(withErrors(...acceptErrors, ConversationNotFound, ...notRunningErrors, GuestActionFailed, AgentsUnavailable))
     .annotate(Policy, changers)
 
 export const EventsParams = Schema.Struct({

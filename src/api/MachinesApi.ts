@@ -3,8 +3,9 @@ import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
 import { Authorization } from "./Authorization.js"
 import { NullableTimestamp, RequestBody, Timestamp, Uuid } from "./Dto.js"
+import { acceptErrors, stateErrors, withErrors } from "./ErrorLists.js"
 import { ResourceNotFound } from "./Errors.js"
-import { IdempotencyConflict, LimitExceeded, machineConflicts, NameTaken, RuntimeUnavailable } from "./MachineErrors.js"
+import { LimitExceeded, MachineDeleted, NameTaken } from "./MachineErrors.js"
 import { Policy, policy } from "./Policy.js"
 import { wire } from "./Problem.js"
 import { NoSnapshot, SnapshotPending } from "./SnapshotErrors.js"
@@ -202,13 +203,6 @@ export const ListMachinesParams = Schema.Struct({
 const MachinePath = Schema.Struct({ id: Uuid })
 const PortPath = Schema.Struct({ id: Uuid, port: Schema.NumberFromString.pipe(Schema.compose(PortNumber)) })
 
-const conflicts = [
-  wire(machineConflicts.machine_not_running),
-  wire(machineConflicts.machine_not_created),
-  wire(machineConflicts.machine_deleted),
-  wire(machineConflicts.machine_not_stopped)
-] as const
-
 /** An operation-accepting route on one machine: path id, idempotency key, 202, the 409s. */
 const change = <const Name extends string, const Path extends `/v1/machines/:id${string}`>(
   name: Name,
@@ -223,14 +217,7 @@ const change = <const Name extends string, const Path extends `/v1/machines/:id$
     .setPath(MachinePath)
     .setHeaders(IdempotencyHeaders)
     .addSuccess(AcceptedChange, { status: 202 })
-    .addError(wire(ResourceNotFound))
-    .addError(wire(IdempotencyConflict))
-    .addError(wire(LimitExceeded))
-    .addError(wire(RuntimeUnavailable))
-    .addError(conflicts[0])
-    .addError(conflicts[1])
-    .addError(conflicts[2])
-    .addError(conflicts[3])
+    .pipe(withErrors(...acceptErrors, LimitExceeded, ...stateErrors))
 
 export class MachinesApi extends HttpApiGroup.make("machines")
   .add(
@@ -238,12 +225,7 @@ export class MachinesApi extends HttpApiGroup.make("machines")
       .setPayload(CreateMachineRequest)
       .setHeaders(IdempotencyHeaders)
       .addSuccess(AcceptedChange, { status: 202 })
-      .addError(wire(ResourceNotFound))
-      .addError(wire(IdempotencyConflict))
-      .addError(wire(NameTaken))
-      .addError(wire(LimitExceeded))
-      .addError(wire(RuntimeUnavailable))
-      .addError(wire(SnapshotPending))
+      .pipe(withErrors(...acceptErrors, NameTaken, LimitExceeded, SnapshotPending))
       .annotate(Policy, policy("C", "header"))
   )
   .add(
@@ -280,7 +262,7 @@ export class MachinesApi extends HttpApiGroup.make("machines")
       .addSuccess(MachineDto)
       .addError(wire(ResourceNotFound))
       .addError(wire(NameTaken))
-      .addError(conflicts[2])
+      .addError(wire(MachineDeleted))
       .annotate(Policy, policy("U", "header"))
   )
   .add(change("start", "post", "/v1/machines/:id/start").annotate(Policy, policy("U", "header")))

@@ -79,7 +79,7 @@ export const toBody = (error: ProblemError, spec: ProblemSpec): ProblemBody => (
   ...(error.field_errors !== undefined ? { field_errors: error.field_errors } : {})
 })
 
-type ProblemClass<E extends ProblemError> = Schema.Schema<E, any> & {
+export type ProblemClass<E extends ProblemError> = Schema.Schema<E, any> & {
   readonly ast: Schema.Schema.Any["ast"]
 }
 

@@ -7,8 +7,9 @@ import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
 import { Authorization } from "./Authorization.js"
 import { NullableTimestamp, RequestBody, Timestamp, Uuid } from "./Dto.js"
+import { acceptErrors, stateErrors, withErrors } from "./ErrorLists.js"
 import { ResourceNotFound } from "./Errors.js"
-import { IdempotencyConflict, LimitExceeded, machineConflicts, RuntimeUnavailable } from "./MachineErrors.js"
+import { LimitExceeded } from "./MachineErrors.js"
 import { IdempotencyHeaders } from "./MachinesApi.js"
 import { Policy, policy } from "./Policy.js"
 import { wire } from "./Problem.js"
@@ -114,14 +115,7 @@ const snapshotChange = <const Name extends string>(name: Name, path: `/v1/${stri
   HttpApiEndpoint.post(name, path)
     .setHeaders(IdempotencyHeaders)
     .addSuccess(SnapshotAccepted, { status: 202 })
-    .addError(wire(ResourceNotFound))
-    .addError(wire(IdempotencyConflict))
-    .addError(wire(RuntimeUnavailable))
-    .addError(wire(machineConflicts.machine_not_stopped))
-    .addError(wire(machineConflicts.machine_deleted))
-    .addError(wire(machineConflicts.machine_not_created))
-    .addError(wire(machineConflicts.machine_not_running))
-    .addError(wire(LimitExceeded))
+    .pipe(withErrors(...acceptErrors, ...stateErrors, LimitExceeded))
 
 export class SnapshotsApi extends HttpApiGroup.make("snapshots")
   .add(
