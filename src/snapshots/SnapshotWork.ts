@@ -19,7 +19,7 @@ import { syncFileSystem } from "./Durable.js"
 import { readyPatch } from "./Manifest.js"
 import { Store } from "./SnapshotStoreLive.js"
 import { CorruptChunk, NoManifest } from "./Store.js"
-import { copyTree } from "./Tree.js"
+import { copyTree, removeTree } from "./Tree.js"
 
 type ProgressHook = (doneBytes: number, totalBytes: number) => Effect.Effect<void>
 
@@ -74,7 +74,7 @@ const make = Effect.gen(function*() {
       const copy = Effect.tryPromise({
         try: async () => {
           await syncFileSystem(source)
-          await NodeFs.rm(partial, { recursive: true, force: true })
+          await removeTree(partial)
           await NodeFs.mkdir(NodePath.dirname(target), { recursive: true })
           let done = 0
           const entries = await copyTree(source, partial, (bytes) => report(done += bytes, Number.MAX_SAFE_INTEGER))

@@ -22,7 +22,7 @@ import * as NodeZlib from "node:zlib"
 import { syncFileSystem, writeDurable } from "./Durable.js"
 import { SharedLock } from "./Lock.js"
 import { type Manifest, type ManifestEntry, type Summary, summaryOf, type Tier } from "./Manifest.js"
-import { finishMetadata, inPool, makeSkeleton, walk } from "./Tree.js"
+import { finishMetadata, inPool, makeSkeleton, removeTree, walk } from "./Tree.js"
 
 const gzip = promisify(NodeZlib.gzip)
 const gunzip = promisify(NodeZlib.gunzip)
@@ -226,7 +226,7 @@ export class SnapshotStore {
       if (found === undefined) throw new NoManifest(snapshotId)
       const { manifest } = found
       const partial = `${target}.partial`
-      await NodeFs.rm(partial, { recursive: true, force: true })
+      await removeTree(partial)
       await NodeFs.mkdir(NodePath.dirname(target), { recursive: true })
       await makeSkeleton(partial, manifest.entries)
       const files = manifest.entries.filter((entry) => entry.type === "file")

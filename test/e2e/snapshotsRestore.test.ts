@@ -258,4 +258,60 @@ describe("templates, restore and fork", () => {
         yield* picture(server.config.dataDir, source.machine_id)
       )
     }))
+
+  it.scoped("a fork that finds the partial copy a crash left removes it without holding up the event loop", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer({
+        runtime: "sandbox",
+        capacity: { ...defaultHostCapacity(), maxRunning: 1, queueSeconds: 120 }
+      })
+      const api = client(server.url, { key: (yield* server.bootstrap("owner@example.com")).api_key })
+      const holder = yield* runningMachine(api, "holds-the-slot")
+      const source = (yield* api("POST", "/v1/machines", { json: { name: "quiet", start: false } })).body
+      assert.strictEqual((yield* settled(api, source.operation_id)).status, "succeeded")
+      const disk = NodePath.join(server.config.dataDir, "machines", source.machine_id, "disk")
+      NodeFs.writeFileSync(NodePath.join(disk, "workspace", "kept.txt"), "kept\n")
+      // The fork waits for the host while an earlier attempt's partial copy of 20,000 files is put in place.
+      const forked = yield* api("POST", `/v1/machines/${source.machine_id}/fork`, { json: { name: "after-crash" } })
+      yield* eventually(Effect.map(
+        api("GET", `/v1/operations/${forked.body.operation_id}`),
+        (reply) => reply.body.starting_soon !== null ? true : undefined
+      ))
+      const partial = NodePath.join(server.config.dataDir, "machines", forked.body.machine_id, "disk.partial")
+      // Written without blocking: a server that stalls lets the client's idle connections die under it.
+      yield* Effect.promise(async () => {
+        for (let folder = 0; folder < 200; folder++) {
+          const at = NodePath.join(partial, `d${folder}`)
+          await NodeFs.promises.mkdir(at, { recursive: true })
+          await Promise.all(Array.from({ length: 100 }, (_, file) => NodeFs.promises.writeFile(`${at}/f${file}`, "")))
+        }
+      })
+
+      // Every machine's actor shares this event loop: the longest it stood still while the fork ran.
+      const loop = yield* Effect.acquireRelease(
+        Effect.sync(() => {
+          const seen = { last: Date.now(), longest: 0 }
+          const timer = setInterval(() => {
+            const now = Date.now()
+            seen.longest = Math.max(seen.longest, now - seen.last)
+            seen.last = now
+          }, 5)
+          return { seen, timer }
+        }),
+        ({ timer }) => Effect.sync(() => clearInterval(timer))
+      )
+      yield* change(api, "POST", `/v1/machines/${holder}/stop`, {})
+      const operation = yield* settled(api, forked.body.operation_id)
+      assert.strictEqual(operation.status, "succeeded")
+      assert.isFalse(NodeFs.existsSync(partial))
+      assert.strictEqual(
+        NodeFs.readFileSync(
+          NodePath.join(server.config.dataDir, "machines", forked.body.machine_id, "disk", "workspace", "kept.txt"),
+          "utf8"
+        ),
+        "kept\n"
+      )
+      // Removing 20,000 files with fs.rmSync held it for about a second.
+      assert.isBelow(loop.seen.longest, 300)
+    }))
 })
