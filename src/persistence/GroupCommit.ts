@@ -13,6 +13,8 @@ import { Context, Deferred, Effect, Exit, Layer, Queue } from "effect"
 interface Job {
   readonly run: Effect.Effect<unknown, unknown, SqlClient.SqlClient>
   readonly done: Deferred.Deferred<unknown, unknown>
+  /** Answered as soon as it ran, before the commit is durable (see `applied`). */
+  readonly early: boolean
 }
 
 /** Most jobs in one commit; more wait for the next one, which starts at once. */
@@ -21,6 +23,14 @@ const maxBatch = 1024
 export interface GroupCommitShape {
   /** Runs `job` in a transaction that is committed, with others, before this answers. */
   readonly transaction: <A, E>(job: Effect.Effect<A, E, SqlClient.SqlClient>) => Effect.Effect<A, E>
+  /**
+   * Runs `job` in the next commit like `transaction`, but answers as soon as the job ran: its
+   * writes become durable a moment later, with the commit, or not at all if svc dies first. For work
+   * that may run while its record reaches the disk (an operation claimed before its command starts:
+   * the machine's claim file, not this row, keeps the command from running twice). Everything
+   * written later is committed with it or after it.
+   */
+  readonly applied: <A, E>(job: Effect.Effect<A, E, SqlClient.SqlClient>) => Effect.Effect<A, E>
 }
 
 export class GroupCommit extends Context.Tag("svc/persistence/GroupCommit")<GroupCommit, GroupCommitShape>() {
@@ -31,13 +41,24 @@ export class GroupCommit extends Context.Tag("svc/persistence/GroupCommit")<Grou
       const queue = yield* Queue.unbounded<Job>()
 
       const commitBatch = (jobs: ReadonlyArray<Job>) =>
-        Effect.forEach(jobs, (job) => Effect.exit(sql.withTransaction(job.run)), { concurrency: 1 }).pipe(
+        Effect.forEach(
+          jobs,
+          (job) =>
+            Effect.tap(
+              Effect.exit(sql.withTransaction(job.run)),
+              (exit) => job.early ? Deferred.done(job.done, exit) : Effect.void
+            ),
+          { concurrency: 1 }
+        ).pipe(
+          // The fibers answered early go ahead (a command is handed to its machine) while the
+          // commit below waits for the disk with the event loop.
+          Effect.zipLeft(jobs.some((job) => job.early) ? Effect.yieldNow() : Effect.void),
           sql.withTransaction,
           Effect.provideService(SqlClient.SqlClient, sql),
           Effect.exit,
           Effect.flatMap((outer) =>
             Effect.forEach(jobs, (job, index) =>
-              Deferred.done(
+              job.early ? Effect.void : Deferred.done(
                 job.done,
                 Exit.isSuccess(outer) ? outer.value[index]! : Exit.die(Exit.isFailure(outer) ? outer.cause : outer)
               ))
@@ -56,14 +77,14 @@ export class GroupCommit extends Context.Tag("svc/persistence/GroupCommit")<Grou
         Effect.forkScoped
       )
 
-      return {
-        transaction: <A, E>(job: Effect.Effect<A, E, SqlClient.SqlClient>) =>
-          Effect.gen(function*() {
-            const done = yield* Deferred.make<unknown, unknown>()
-            yield* Queue.offer(queue, { run: job, done })
-            return (yield* Deferred.await(done)) as A
-          }) as Effect.Effect<A, E>
-      }
+      const enqueue = (early: boolean) => <A, E>(job: Effect.Effect<A, E, SqlClient.SqlClient>) =>
+        Effect.gen(function*() {
+          const done = yield* Deferred.make<unknown, unknown>()
+          yield* Queue.offer(queue, { run: job, done, early })
+          return (yield* Deferred.await(done)) as A
+        }) as Effect.Effect<A, E>
+
+      return { transaction: enqueue(false), applied: enqueue(true) }
     })
   )
 }

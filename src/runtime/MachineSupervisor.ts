@@ -92,13 +92,21 @@ const make = Effect.gen(function*() {
    * at the same time), then publishes the bus events it collected: a subscriber that reads the
    * table on an event always finds the rows.
    */
-  const persist = <A>(job: (published: Array<DomainEvent>) => Effect.Effect<A>) =>
-    Effect.suspend(() => {
-      const published: Array<DomainEvent> = []
-      return commit.transaction(job(published)).pipe(
-        Effect.tap(() => Effect.forEach(published, events.publish, { discard: true }))
-      )
-    })
+  const persistWith =
+    (how: "transaction" | "applied") => <A>(job: (published: Array<DomainEvent>) => Effect.Effect<A>) =>
+      Effect.suspend(() => {
+        const published: Array<DomainEvent> = []
+        return commit[how](job(published)).pipe(
+          Effect.tap(() => Effect.forEach(published, events.publish, { discard: true }))
+        )
+      })
+  const persist = persistWith("transaction")
+  /**
+   * The claim of an operation: the command may start while the claim reaches the disk (see
+   * GroupCommit.applied). A reader woken by its event reads after the commit (the connection is
+   * the transaction's until then).
+   */
+  const persistClaim = persistWith("applied")
 
   /** Appends an operation event (inside a `persist` job). */
   const record = (
@@ -258,7 +266,7 @@ const make = Effect.gen(function*() {
         const machine = yield* machines.find(initial.machine_id)
         if (Option.isNone(machine)) return
         attempts += 1
-        const claimed = yield* persist((published) =>
+        const claimed = yield* persistClaim((published) =>
           Effect.gen(function*() {
             const now = yield* Clock.currentTimeMillis
             if (!(yield* operations.claim(initial.id, attempts, now))) return false
