@@ -22,7 +22,7 @@ type Event =
 const drainMillis = 25
 
 /** How long an interrupted command may take to be reaped after its group got SIGKILL. */
-const reapMillis = 2_000
+export const reapMillis = 2_000
 
 export interface CommandOptions {
   readonly cwd: string

@@ -15,6 +15,7 @@ import { Data, Effect, Fiber, Queue } from "effect"
 import * as NodeChild from "node:child_process"
 import * as NodeFs from "node:fs"
 import type * as NodeNet from "node:net"
+import { reapMillis } from "../HostProcess.js"
 import type { OutputStream } from "../MachineDriver.js"
 
 /** The launcher ended (or could not start) before the run's command was seen to exit. */
@@ -52,8 +53,6 @@ type RunEvent =
   | { readonly _tag: "exit"; readonly exitCode: number }
   | { readonly _tag: "gone"; readonly reason: string }
 
-/** How long an interrupted command may take to be reaped after its group got SIGKILL. */
-const reapMillis = 2_000
 const headerBytes = 9
 
 const frame = (type: "R" | "I" | "C" | "K", id: number, payload: Uint8Array | string) => {
