@@ -102,11 +102,12 @@ const make = Effect.gen(function*() {
       })
   const persist = persistWith("transaction")
   /**
-   * The claim of an operation: the command may start while the claim reaches the disk (see
-   * GroupCommit.applied). A reader woken by its event reads after the commit (the connection is
-   * the transaction's until then).
+   * For writes the work may run ahead of (GroupCommit.applied): the claim, so a command starts while
+   * its claim reaches the disk, and output and progress events, so a command's output is not read
+   * one fsync per chunk. The settle, committed after them, is what anyone waits for. A reader woken
+   * by their events reads after the commit (the connection is the transaction's until then).
    */
-  const persistClaim = persistWith("applied")
+  const persistAhead = persistWith("applied")
 
   /** Appends an operation event (inside a `persist` job). */
   const record = (
@@ -266,7 +267,7 @@ const make = Effect.gen(function*() {
         const machine = yield* machines.find(initial.machine_id)
         if (Option.isNone(machine)) return
         attempts += 1
-        const claimed = yield* persistClaim((published) =>
+        const claimed = yield* persistAhead((published) =>
           Effect.gen(function*() {
             const now = yield* Clock.currentTimeMillis
             if (!(yield* operations.claim(initial.id, attempts, now))) return false
@@ -289,11 +290,11 @@ const make = Effect.gen(function*() {
           cancelled: Deferred.await(cancelled),
           earlierOutput: attempts === 1 ? new OutputCollector() : yield* earlierOutput(initial),
           onOutput: (stream, chunk) =>
-            persist((published) =>
+            persistAhead((published) =>
               record(published, initial, "output", { stream, data_base64: Buffer.from(chunk).toString("base64") })
             ),
           onProgress: (doneBytes, totalBytes) =>
-            persist((published) =>
+            persistAhead((published) =>
               record(published, initial, "progress", { done_bytes: doneBytes, total_bytes: totalBytes })
             )
         }).pipe(Effect.provideService(MachineDriver, driver), Effect.provideService(SnapshotWork, snapshotWork))

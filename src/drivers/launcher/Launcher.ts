@@ -88,6 +88,29 @@ const realSleep = (millis: number) =>
     return Effect.sync(() => clearTimeout(timer))
   })
 
+/** The largest piece `coalesce` makes. */
+const coalescedBytes = 1 << 20
+
+/**
+ * Consecutive chunks of one stream that waited together become one piece (up to 1 MiB): a reader
+ * slower than the command (one that persists each piece) gets fewer, larger pieces, not one per frame.
+ */
+const coalesce = (batch: ReadonlyArray<RunEvent>): ReadonlyArray<RunEvent> => {
+  const out: Array<RunEvent> = []
+  for (const event of batch) {
+    const last = out[out.length - 1]
+    if (
+      event._tag === "output" && last?._tag === "output" && last.stream === event.stream &&
+      last.chunk.length + event.chunk.length <= coalescedBytes
+    ) {
+      out[out.length - 1] = { ...last, chunk: Buffer.concat([last.chunk, event.chunk]) }
+    } else {
+      out.push(event)
+    }
+  }
+  return out
+}
+
 /** Splits what the launcher sends into frames, across chunk boundaries. */
 const frameReader = (onFrame: (type: string, id: number, payload: Buffer) => void) => {
   let pending: Buffer = Buffer.alloc(0)
@@ -183,20 +206,26 @@ export const spawnLauncher = (argv: ReadonlyArray<string>, logFile: string): Lau
         send(frame("C", id, ""))
       }
       let exited = false
-      const untilExit: Effect.Effect<{ readonly exitCode: number }, LauncherGone> = Effect.flatMap(
-        Queue.take(events),
-        (event) => {
-          switch (event._tag) {
-            case "output":
-              return Effect.zipRight(onOutput(event.stream, event.chunk), untilExit)
-            case "exit":
-              exited = true
-              return Effect.succeed({ exitCode: event.exitCode })
-            case "gone":
-              exited = true
-              return Effect.fail(new LauncherGone({ reason: event.reason }))
-          }
+      const handle = (
+        batch: ReadonlyArray<RunEvent>,
+        index: number
+      ): Effect.Effect<{ readonly exitCode: number }, LauncherGone> => {
+        const event = batch[index]
+        if (event === undefined) return untilExit
+        switch (event._tag) {
+          case "output":
+            return Effect.zipRight(onOutput(event.stream, event.chunk), handle(batch, index + 1))
+          case "exit":
+            exited = true
+            return Effect.succeed({ exitCode: event.exitCode })
+          case "gone":
+            exited = true
+            return Effect.fail(new LauncherGone({ reason: event.reason }))
         }
+      }
+      const untilExit: Effect.Effect<{ readonly exitCode: number }, LauncherGone> = Effect.flatMap(
+        Effect.zipWith(Queue.take(events), Queue.takeAll(events), (first, rest) => coalesce([first, ...rest])),
+        (batch) => handle(batch, 0)
       )
       // Its exit (or the launcher's end) is the last event of a run: the rest of its output is dropped.
       const reaped: Effect.Effect<void> = Effect.flatMap(
