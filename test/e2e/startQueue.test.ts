@@ -5,9 +5,11 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, TestClock } from "effect"
+import * as NodeFs from "node:fs"
+import * as NodePath from "node:path"
 import { defaultHostCapacity } from "../../src/config/AppConfig.js"
 import { client } from "../support/Http.js"
-import { change, eventually, realSleep, runningMachine, settled } from "../support/Machines.js"
+import { change, eventually, reached, realSleep, runningMachine, settled } from "../support/Machines.js"
 import { startServer } from "../support/TestServer.js"
 
 const setup = (maxRunning: number) =>
@@ -131,6 +133,42 @@ describe("start queue", () => {
       yield* change(api, "POST", `/v1/machines/${first}/stop`, {})
       assert.strictEqual((yield* settled(api, again.body.operation_id)).status, "succeeded")
       assert.strictEqual((yield* api("GET", `/v1/machines/${second}`)).body.state, "running")
+    }))
+
+  it.scoped("a start accepted while its machine ran waits for the host if the machine's sandbox ended meanwhile", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer({
+        runtime: "sandbox",
+        capacity: { ...defaultHostCapacity(), maxRunning: 1, queueSeconds: 120 }
+      })
+      const api = client(server.url, { key: (yield* server.bootstrap("owner@example.com")).api_key })
+      const crashy = yield* runningMachine(api, "crashy")
+      const other = yield* api("POST", "/v1/machines", { json: { name: "other", start: true } })
+      yield* queued(api, other.body.operation_id)
+      // A start accepted behind a running exec: the machine is to be running anyway, so it costs no start.
+      const exec = yield* api("POST", `/v1/machines/${crashy}/exec`, { json: { shell: "sleep 30" } })
+      yield* reached(api, exec.body.operation_id, "running")
+      const start = yield* api("POST", `/v1/machines/${crashy}/start`, { json: {} })
+      assert.strictEqual(start.status, 202)
+      const run = JSON.parse(
+        NodeFs.readFileSync(NodePath.join(server.config.dataDir, "machines", crashy, "run.json"), "utf8")
+      )
+      process.kill(run.pid, "SIGKILL") // the sandbox's pid 1: the machine ends on its own
+      // The exec finds it gone and the machine is stopped, which hands the slot to the waiting machine.
+      assert.strictEqual((yield* settled(api, exec.body.operation_id)).error_code, "machine_not_running")
+      assert.strictEqual((yield* settled(api, other.body.operation_id)).status, "succeeded")
+
+      // The start boots a stopped machine on a full host: it waits instead of making two run.
+      const waiting = yield* queued(api, start.body.operation_id)
+      assert.strictEqual(waiting.status, "pending")
+      const listed = (yield* api("GET", "/v1/machines")).body.items
+      assert.deepStrictEqual(
+        listed.filter((m: { state: string }) => m.state === "running").map((m: { id: string }) => m.id),
+        [other.body.machine_id]
+      )
+      yield* change(api, "POST", `/v1/machines/${other.body.machine_id}/stop`, {})
+      assert.strictEqual((yield* settled(api, start.body.operation_id)).status, "succeeded")
+      assert.strictEqual((yield* api("GET", `/v1/machines/${crashy}`)).body.state, "running")
     }))
 
   it.scoped("a create cancelled in the queue leaves a machine not created: exec and agent prompts answer one 409", () =>
