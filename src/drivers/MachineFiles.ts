@@ -48,7 +48,9 @@ export const ensureDisk = (paths: MachinePaths) => {
  */
 export const freezeWith = (processesOf: (id: string) => ReadonlyArray<number>): MachineDriverShape["freeze"] => (id) =>
   Effect.gen(function*() {
-    for (let round = 0; round < 50; round++) {
+    // A process in uninterruptible sleep (disk I/O) stops only once it leaves it: on a busy host
+    // that can take a while, so the bound is generous (rounds are 2 ms of sleep apart).
+    for (let round = 0; round < 1_000; round++) {
       const running = processesOf(id).filter((pid) => {
         const state = procStat(pid)?.state
         return state !== undefined && state !== "T" && state !== "t" && state !== "Z" && state !== "X"
@@ -57,7 +59,8 @@ export const freezeWith = (processesOf: (id: string) => ReadonlyArray<number>): 
       for (const pid of running) killPid(pid, "SIGSTOP")
       yield* Effect.sleep("2 millis")
     }
-    return yield* new DriverError({ message: `freeze: the processes of machine ${id} did not all stop` })
+    const left = processesOf(id).map((pid) => `${pid} (${procStat(pid)?.state ?? "gone"})`).join(", ")
+    return yield* new DriverError({ message: `freeze: the processes of machine ${id} did not all stop: ${left}` })
   })
 
 export const thawWith = (processesOf: (id: string) => ReadonlyArray<number>): MachineDriverShape["thaw"] => (id) =>
