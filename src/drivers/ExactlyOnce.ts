@@ -36,6 +36,10 @@ while [ ! -s "$d.exit" ]; do
 done
 read -r code < "$d.exit"; exit "$code"`
 
+/** `argv`, run once for `once` when given (an ExecRequest's field), by the wrapper. */
+export const wrapOnce = (argv: ReadonlyArray<string>, once: string | undefined) =>
+  once === undefined ? argv : onceArgv(once, argv)
+
 /** The argv that runs `argv` once for `operationId`. */
 export const onceArgv = (operationId: string, argv: ReadonlyArray<string>): ReadonlyArray<string> => [
   "/bin/sh",

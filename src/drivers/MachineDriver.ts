@@ -42,6 +42,12 @@ export interface ExecRequest {
    * stdin is closed once the queue is shut down (an agent turn's inbox, for steering).
    */
   readonly input?: Queue.Dequeue<Uint8Array> | undefined
+  /**
+   * Run the command at most once for this id in the machine, even across restarts of svc (the
+   * claim files of ExactlyOnce.ts): a repeated exec with the same id waits for the first run and
+   * answers its exit code. Apply passes the operation id.
+   */
+  readonly once?: string | undefined
 }
 
 export type OutputStream = "stdout" | "stderr"

@@ -12,7 +12,6 @@ import { type DriverError, MachineDriver, type MachineSpec, type NotRunning } fr
 import type { MachinePatch, MachineRow } from "../persistence/MachinesRepo.js"
 import type { OperationRow } from "../persistence/OperationsRepo.js"
 import { fillSourceOf, SnapshotWork } from "../snapshots/SnapshotWork.js"
-import { onceArgv } from "./ExactlyOnce.js"
 import { OutputCollector } from "./ExecOutput.js"
 
 export type Outcome =
@@ -88,7 +87,8 @@ const runOnce = (
     const driver = yield* MachineDriver
     const output = hooks.earlierOutput
     const run = driver.exec(machine.id, {
-      argv: onceArgv(operation.id, request.argv),
+      argv: request.argv,
+      once: operation.id,
       cwd: request.cwd,
       env: request.env,
       stdin: request.stdin

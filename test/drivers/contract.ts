@@ -326,6 +326,33 @@ export const driverContract = (name: string, makeLayer: MakeDriverLayer) =>
           assert.isBelow(stopMs, 1_000)
         })))
 
+    test("exec with `once` runs its command at most once per id; a repeat waits and answers its exit code", () =>
+      withMachine(specOf(freshId()), (driver, { id }) =>
+        Effect.gen(function*() {
+          const once = (key: string, script: string) =>
+            Effect.map(
+              driver.exec(id, { argv: sh(script), once: key }, () => Effect.void),
+              (exit) => exit.exitCode
+            )
+          const slow = "sleep 0.3; echo ran >> once.log; exit 7"
+          const [first, repeat] = yield* Effect.all([
+            once("op-a", slow),
+            Effect.zipRight(Effect.sleep("100 millis"), once("op-a", slow))
+          ], { concurrency: "unbounded" })
+          assert.deepStrictEqual([first, repeat], [7, 7])
+          assert.strictEqual(yield* once("op-a", slow), 7, "after the end too")
+          assert.strictEqual((yield* run(driver, id, ["cat", "once.log"])).stdout, "ran\n")
+          assert.strictEqual(yield* once("op-b", "echo again >> once.log"), 0, "another id runs")
+          assert.strictEqual((yield* run(driver, id, ["cat", "once.log"])).stdout, "ran\nagain\n")
+          // Its output and stdin are the command's own; a missing command is 127 as without it.
+          const ran = yield* driver.exec(id, { argv: ["cat"], stdin: Buffer.from("in"), once: "op-c" }, (_, chunk) =>
+            Effect.sync(() =>
+              assert.strictEqual(Buffer.from(chunk).toString(), "in")
+            ))
+          assert.strictEqual(ran.exitCode, 0)
+          assert.strictEqual(yield* once("op-d", "exec no-such-command-here"), 127)
+        })))
+
     test("the disk is a host folder; freeze pauses every process of the machine, thaw resumes them", () =>
       withMachine(specOf(freshId()), (driver, { id }) =>
         Effect.gen(function*() {

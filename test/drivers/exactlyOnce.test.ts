@@ -8,7 +8,7 @@ import { Effect } from "effect"
 import * as NodeChild from "node:child_process"
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
-import { lostExitCode, onceArgv } from "../../src/runtime/ExactlyOnce.js"
+import { lostExitCode, onceArgv } from "../../src/drivers/ExactlyOnce.js"
 import { tempDir } from "../support/TestServer.js"
 
 const runOnce = (home: string, operationId: string, command: string) =>

@@ -13,6 +13,7 @@ import { Effect, Layer } from "effect"
 import * as NodeCrypto from "node:crypto"
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
+import { wrapOnce } from "../ExactlyOnce.js"
 import { hostBootId, killPid, pidsWithEnv, procStat, runCommand, waitFor } from "../HostProcess.js"
 import { DriverError, MachineDriver, type MachineDriverShape, NotRunning } from "../MachineDriver.js"
 import {
@@ -104,7 +105,7 @@ export const make = (
         if (record === undefined) return Effect.fail(new NotRunning({ machineId: id }))
         const disk = paths(id).disk
         const home = NodePath.join(disk, "root")
-        return runCommand(request.argv, {
+        return runCommand(wrapOnce(request.argv, request.once), {
           cwd: NodePath.resolve(home, request.cwd ?? "."),
           env: {
             PATH: process.env.PATH ?? "/usr/local/bin:/usr/bin:/bin",

@@ -17,6 +17,7 @@ import * as NodeCrypto from "node:crypto"
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
 import type * as NodeStream from "node:stream"
+import { wrapOnce } from "../ExactlyOnce.js"
 import {
   childrenOf,
   hostBootId,
@@ -288,7 +289,7 @@ export const make = (
       "--root",
       `--wdns=${request.cwd}`,
       "--",
-      ...request.argv
+      ...wrapOnce(request.argv, request.once)
     ]
     return runCommand(
       // With cgroups, a small shell joins the machine's groups first and then becomes nsenter,
@@ -383,7 +384,8 @@ export const make = (
         if (tools.perl === undefined) {
           return enterAndRun(id, record, { ...request, cwd, env }, onOutput, stoppedMeanwhile)
         }
-        return launcherOf(id, record, tools.perl).run({ ...request, cwd, env }, onOutput).pipe(
+        const argv = wrapOnce(request.argv, request.once)
+        return launcherOf(id, record, tools.perl).run({ ...request, argv, cwd, env }, onOutput).pipe(
           Effect.catchTag("LauncherGone", (gone) =>
             // A stop kills the launcher a moment before the machine's pid 1 is gone.
             Effect.flatMap(
