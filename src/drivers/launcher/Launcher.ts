@@ -54,6 +54,11 @@ type RunEvent =
   | { readonly _tag: "gone"; readonly reason: string }
 
 const headerBytes = 9
+/**
+ * The launcher sends at most 64 KiB at a time. The machine's root can reach the launcher's socket
+ * (by ptrace, say), so a larger frame is taken for what it is, not buffered: the launcher is dropped.
+ */
+const maxFrameBytes = 1 << 20
 
 const frame = (type: "R" | "I" | "C" | "K", id: number, payload: Uint8Array | string) => {
   const body = typeof payload === "string" ? Buffer.from(payload) : payload
@@ -112,13 +117,17 @@ const coalesce = (batch: ReadonlyArray<RunEvent>): ReadonlyArray<RunEvent> => {
 }
 
 /** Splits what the launcher sends into frames, across chunk boundaries. */
-const frameReader = (onFrame: (type: string, id: number, payload: Buffer) => void) => {
+export const frameReader = (
+  onFrame: (type: string, id: number, payload: Buffer) => void,
+  onMalformed: () => void
+) => {
   let pending: Buffer = Buffer.alloc(0)
   return (chunk: Buffer) => {
     pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk])
     let offset = 0
     while (pending.length - offset >= headerBytes) {
       const length = pending.readUInt32BE(offset + 5)
+      if (length > maxFrameBytes) return onMalformed()
       if (pending.length - offset < headerBytes + length) break
       const start = offset + headerBytes
       onFrame(
@@ -184,7 +193,7 @@ export const spawnLauncher = (argv: ReadonlyArray<string>, logFile: string): Lau
       }
       // A copy: the payload is a view of a buffer the reader reuses.
       sink({ _tag: "output", stream: type === "O" ? "stdout" : "stderr", chunk: Buffer.from(payload) })
-    })
+    }, () => channel.destroy())
   )
   const send = (buffer: Buffer) => {
     if (ended === undefined) channel.write(buffer)
