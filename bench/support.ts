@@ -109,6 +109,13 @@ export type Client = ReturnType<typeof httpClient>
 export const sleep = (ms: number) =>
   new Promise<void>((resolve) => ms === 0 ? setImmediate(resolve) : setTimeout(resolve, ms))
 
+/** CPU time (user + system) a process has used so far, in milliseconds, from /proc. */
+export const cpuMillis = (pid: number) => {
+  // Fields 14 and 15 of /proc/<pid>/stat, after the command name (which may hold spaces).
+  const fields = NodeFs.readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100
+}
+
 /** Resident memory of a process, from /proc. */
 export const rssMiB = (pid: number) => {
   const status = NodeFs.readFileSync(`/proc/${pid}/status`, "utf8")

@@ -1,6 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer, Option } from "effect"
 import type { Preset } from "../domain/Access.js"
+import { Prepared } from "./Sqlite.js"
 
 export interface ApiKeyRow {
   readonly id: string
@@ -19,13 +20,11 @@ export interface ApiKeyRow {
 
 const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
+  const prepared = yield* Prepared
   return {
     insert: (row: ApiKeyRow) => Effect.orDie(sql`INSERT INTO api_keys ${sql.insert(row as any)}`),
-    findByKeyId: (keyId: string) =>
-      sql<ApiKeyRow>`SELECT * FROM api_keys WHERE key_id = ${keyId}`.pipe(
-        Effect.map((rows) => Option.fromNullable(rows[0])),
-        Effect.orDie
-      ),
+    // Every request with a key runs this one (prepared: src/persistence/Sqlite.ts).
+    findByKeyId: (keyId: string) => prepared.first<ApiKeyRow>("SELECT * FROM api_keys WHERE key_id = ?", keyId),
     findById: (organizationId: string, id: string) =>
       sql<ApiKeyRow>`SELECT * FROM api_keys WHERE id = ${id} AND organization_id = ${organizationId}`.pipe(
         Effect.map((rows) => Option.fromNullable(rows[0])),

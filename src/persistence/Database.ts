@@ -1,16 +1,17 @@
 /**
  * The one SqlClient of the process: SQLite through better-sqlite3 (WAL, foreign keys, a busy timeout
  * so that `svc admin bootstrap` can write while the server runs, and FULL durability), with the
- * migrations of `schema/migrations` applied before anything else uses it.
+ * migrations of `schema/migrations` applied before anything else uses it. The same connection is
+ * also `Prepared`, the direct path for hot statements (src/persistence/Sqlite.ts).
  */
 import { SqlClient } from "@effect/sql"
-import { SqliteClient } from "@effect/sql-sqlite-node"
 import * as Migrator from "@effect/sql/Migrator"
 import { Effect, Layer } from "effect"
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
 import { AppConfig } from "../config/AppConfig.js"
 import { applyMissing, loader } from "./Migrations.js"
+import * as Sqlite from "./Sqlite.js"
 
 const migrate = Effect.zipRight(applyMissing(), Migrator.make({})({ loader }))
 
@@ -27,7 +28,7 @@ export const layerFile = (filename: string) =>
     Layer.provideMerge(
       Layer.unwrapEffect(Effect.sync(() => {
         if (filename !== ":memory:") NodeFs.mkdirSync(NodePath.dirname(filename), { recursive: true, mode: 0o700 })
-        return SqliteClient.layer({ filename })
+        return Sqlite.layer(filename)
       }))
     ),
     Layer.orDie

@@ -1,6 +1,7 @@
 import { SqlClient } from "@effect/sql"
-import { Context, Effect, Layer, Option } from "effect"
+import { Context, Effect, Layer } from "effect"
 import type { MachineState } from "../domain/MachineStates.js"
+import { Prepared } from "./Sqlite.js"
 
 export interface MachineRow {
   readonly id: string
@@ -37,19 +38,14 @@ export type MachinePatch = Partial<Omit<MachineRow, "id" | "organization_id" | "
 
 const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
+  // What every machine request and every operation runs is prepared (src/persistence/Sqlite.ts).
+  const prepared = yield* Prepared
   return {
-    insert: (row: MachineRow) => Effect.orDie(sql`INSERT INTO machines ${sql.insert(row as any)}`),
-    find: (id: string) =>
-      sql<MachineRow>`SELECT * FROM machines WHERE id = ${id}`.pipe(
-        Effect.map((rows) => Option.fromNullable(rows[0])),
-        Effect.orDie
-      ),
+    insert: (row: MachineRow) => prepared.insert("machines", row),
+    find: (id: string) => prepared.first<MachineRow>("SELECT * FROM machines WHERE id = ?", id),
     /** The organization's machine, or none for an unknown or foreign id. */
     findIn: (organizationId: string, id: string) =>
-      sql<MachineRow>`SELECT * FROM machines WHERE id = ${id} AND organization_id = ${organizationId}`.pipe(
-        Effect.map((rows) => Option.fromNullable(rows[0])),
-        Effect.orDie
-      ),
+      prepared.first<MachineRow>("SELECT * FROM machines WHERE id = ? AND organization_id = ?", id, organizationId),
     liveNameTaken: (organizationId: string, name: string, exceptId: string | null) =>
       sql<{ id: string }>`SELECT id FROM machines WHERE organization_id = ${organizationId} AND name = ${name}
         AND state <> 'deleted' AND id <> ${exceptId ?? ""}`.pipe(Effect.map((rows) => rows.length > 0), Effect.orDie),
@@ -59,10 +55,7 @@ const make = Effect.gen(function*() {
         AND id > ${options.after ?? ""}
         ${options.state === null ? sql`` : sql`AND state = ${options.state}`}
         ORDER BY id LIMIT ${options.limit}`.pipe(Effect.orDie),
-    update: (id: string, patch: MachinePatch) =>
-      Object.keys(patch).length === 0
-        ? Effect.void
-        : Effect.orDie(sql`UPDATE machines SET ${sql.update(patch as any)} WHERE id = ${id}`),
+    update: (id: string, patch: MachinePatch) => prepared.updateById("machines", id, patch),
     /** Machines to bring back at start: running ones (timers, adoption). */
     running: sql<MachineRow>`SELECT * FROM machines WHERE state IN ('running', 'starting', 'restarting')`.pipe(
       Effect.orDie

@@ -1,6 +1,7 @@
 import { SqlClient } from "@effect/sql"
-import { Context, Effect, Layer, Option } from "effect"
+import { Context, Effect, Layer } from "effect"
 import type { OperationKind } from "../domain/MachineStates.js"
+import { Prepared } from "./Sqlite.js"
 
 export type OperationStatus = "pending" | "running" | "succeeded" | "failed" | "uncertain" | "correlation_miss"
 
@@ -60,31 +61,33 @@ export type OperationPatch = Partial<
   >
 >
 
+/** The statuses of an operation still to be carried out (the partial indexes' condition, verbatim). */
+const openStatus = "status IN ('pending', 'running', 'uncertain')"
+
 const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  const one = <A>(rows: ReadonlyArray<A>) => Option.fromNullable(rows[0])
+  // What every accept and every operation's run does is prepared (src/persistence/Sqlite.ts).
+  const prepared = yield* Prepared
   return {
-    insert: (row: OperationRow) => Effect.orDie(sql`INSERT INTO operations ${sql.insert(row as any)}`),
+    insert: (row: OperationRow) => prepared.insert("operations", row),
     /** Boots the organization accepted since `since` (the starts-per-hour limit). */
     bootsSince: (organizationId: string, since: number) =>
       sql<{ n: number }>`SELECT COUNT(*) AS n FROM operations WHERE organization_id = ${organizationId}
         AND boots = 1 AND created_at > ${since}`.pipe(Effect.map((rows) => Number(rows[0]?.n ?? 0)), Effect.orDie),
-    find: (id: string) =>
-      sql<OperationRow>`SELECT * FROM operations WHERE id = ${id}`.pipe(Effect.map(one), Effect.orDie),
+    find: (id: string) => prepared.first<OperationRow>("SELECT * FROM operations WHERE id = ?", id),
     findIn: (organizationId: string, id: string) =>
-      sql<OperationRow>`SELECT * FROM operations WHERE id = ${id} AND organization_id = ${organizationId}`.pipe(
-        Effect.map(one),
-        Effect.orDie
-      ),
+      prepared.first<OperationRow>("SELECT * FROM operations WHERE id = ? AND organization_id = ?", id, organizationId),
     /** The machine's next operation to carry out, in acceptance order. */
     nextOpen: (machineId: string) =>
-      sql<OperationRow>`SELECT * FROM operations WHERE machine_id = ${machineId}
-        AND status IN ('pending', 'running', 'uncertain') ORDER BY seq LIMIT 1`.pipe(Effect.map(one), Effect.orDie),
+      prepared.first<OperationRow>(
+        `SELECT * FROM operations WHERE machine_id = ? AND ${openStatus} ORDER BY seq LIMIT 1`,
+        machineId
+      ),
     /** The kinds still to run on the machine, in order (for the projected state). */
     openOps: (machineId: string) =>
-      sql<{ kind: OperationKind; request: string }>`SELECT kind, request FROM operations
-        WHERE machine_id = ${machineId} AND status IN ('pending', 'running', 'uncertain') ORDER BY seq`.pipe(
-        Effect.orDie
+      prepared.all<{ kind: OperationKind; request: string }>(
+        `SELECT kind, request FROM operations WHERE machine_id = ? AND ${openStatus} ORDER BY seq`,
+        machineId
       ),
     /** Newest first; `before` is the seq of the last item of the previous page. */
     pageForMachine: (machineId: string, options: { limit: number; before: number | null }) =>
@@ -103,34 +106,51 @@ const make = Effect.gen(function*() {
     ),
     /** Marks the operation running unless it was settled meanwhile (a cancel); false then. */
     claim: (id: string, attempts: number, now: number) =>
-      sql<{ id: string }>`UPDATE operations SET status = 'running', attempt_count = ${attempts},
-        started_at = COALESCE(started_at, ${now})
-        WHERE id = ${id} AND status IN ('pending', 'running', 'uncertain') RETURNING id`.pipe(
-        Effect.map((rows) => rows.length > 0),
-        Effect.orDie
+      Effect.map(
+        prepared.run(
+          `UPDATE operations SET status = 'running', attempt_count = ?, started_at = COALESCE(started_at, ?)
+            WHERE id = ? AND ${openStatus}`,
+          attempts,
+          now,
+          id
+        ),
+        (changed) => changed > 0
       ),
     /** Settles a pending operation as cancelled; false when it already left `pending`. */
     cancelPending: (id: string, now: number) =>
-      sql<{ id: string }>`UPDATE operations SET status = 'failed', error_code = 'cancelled', finished_at = ${now}
-        WHERE id = ${id} AND status = 'pending' RETURNING id`.pipe(
-        Effect.map((rows) => rows.length > 0),
-        Effect.orDie
+      Effect.map(
+        prepared.run(
+          `UPDATE operations SET status = 'failed', error_code = 'cancelled', finished_at = ?
+            WHERE id = ? AND status = 'pending'`,
+          now,
+          id
+        ),
+        (changed) => changed > 0
       ),
-    update: (id: string, patch: OperationPatch) =>
-      Effect.orDie(sql`UPDATE operations SET ${sql.update(patch as any)} WHERE id = ${id}`),
+    update: (id: string, patch: OperationPatch) => prepared.updateById("operations", id, patch),
     // Events
     appendEvent: (operationId: string, name: string, data: unknown, now: number) =>
-      sql<{ id: number }>`INSERT INTO operation_events (operation_id, name, data, created_at)
-        VALUES (${operationId}, ${name}, ${JSON.stringify(data)}, ${now}) RETURNING id`.pipe(
-        Effect.map((rows) => Number(rows[0]!.id)),
-        Effect.orDie
+      Effect.map(
+        prepared.all<{ id: number }>(
+          "INSERT INTO operation_events (operation_id, name, data, created_at) VALUES (?, ?, ?, ?) RETURNING id",
+          operationId,
+          name,
+          JSON.stringify(data),
+          now
+        ),
+        (rows) => Number(rows[0]!.id)
       ),
     eventsAfter: (operationId: string, after: number) =>
-      sql<EventRow>`SELECT * FROM operation_events WHERE operation_id = ${operationId} AND id > ${after}
-        ORDER BY id`.pipe(Effect.orDie),
+      prepared.all<EventRow>(
+        "SELECT * FROM operation_events WHERE operation_id = ? AND id > ? ORDER BY id",
+        operationId,
+        after
+      ),
     outputOf: (operationId: string) =>
-      sql<EventRow>`SELECT * FROM operation_events WHERE operation_id = ${operationId} AND name = 'output'
-        ORDER BY id`.pipe(Effect.orDie)
+      prepared.all<EventRow>(
+        "SELECT * FROM operation_events WHERE operation_id = ? AND name = 'output' ORDER BY id",
+        operationId
+      )
   }
 })
 

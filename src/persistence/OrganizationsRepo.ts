@@ -2,6 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer, Option } from "effect"
 import type { Role } from "../domain/Access.js"
 import { uuidv7 } from "../domain/Ids.js"
+import { Prepared } from "./Sqlite.js"
 
 export interface OrganizationRow {
   readonly id: string
@@ -27,6 +28,7 @@ export interface OrganizationOfUser extends MembershipRow {
 
 const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
+  const prepared = yield* Prepared
   return {
     findById: (id: string) =>
       sql<OrganizationRow>`SELECT * FROM organizations WHERE id = ${id}`.pipe(
@@ -42,9 +44,13 @@ const make = Effect.gen(function*() {
           VALUES (${id}, ${ownerId}, 'owner', ${now})`
         return { id, name, created_at: now } satisfies OrganizationRow
       }).pipe(sql.withTransaction, Effect.orDie),
+    // Every request in an organization runs this one (prepared: src/persistence/Sqlite.ts).
     membership: (organizationId: string, userId: string) =>
-      sql<MembershipRow>`SELECT * FROM memberships WHERE organization_id = ${organizationId} AND user_id = ${userId}`
-        .pipe(Effect.map((rows) => Option.fromNullable(rows[0])), Effect.orDie),
+      prepared.first<MembershipRow>(
+        "SELECT * FROM memberships WHERE organization_id = ? AND user_id = ?",
+        organizationId,
+        userId
+      ),
     members: (organizationId: string) =>
       sql<MemberWithEmail>`SELECT m.*, u.email FROM memberships m JOIN users u ON u.id = m.user_id
         WHERE m.organization_id = ${organizationId} ORDER BY m.joined_at, u.email`.pipe(Effect.orDie),

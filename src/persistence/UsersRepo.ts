@@ -1,6 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer, Option } from "effect"
 import { uuidv7 } from "../domain/Ids.js"
+import { Prepared } from "./Sqlite.js"
 
 export interface UserRow {
   readonly id: string
@@ -11,14 +12,12 @@ export interface UserRow {
 
 const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
+  const prepared = yield* Prepared
   const findByEmail = (email: string) =>
     sql<UserRow>`SELECT * FROM users WHERE email = ${email}`.pipe(Effect.map((rows) => Option.fromNullable(rows[0])))
   return {
-    findById: (id: string) =>
-      sql<UserRow>`SELECT * FROM users WHERE id = ${id}`.pipe(
-        Effect.map((rows) => Option.fromNullable(rows[0])),
-        Effect.orDie
-      ),
+    // Every authenticated request runs this one (prepared: src/persistence/Sqlite.ts).
+    findById: (id: string) => prepared.first<UserRow>("SELECT * FROM users WHERE id = ?", id),
     findByEmail: (email: string) => Effect.orDie(findByEmail(email)),
     /** The user with this address, created if new; `created` says which. */
     ensure: (email: string, now: number) =>

@@ -1,0 +1,67 @@
+/**
+ * The connection's two ways in (src/persistence/Sqlite.ts): a prepared statement run directly must
+ * behave as a SqlClient statement would, inside and outside transactions.
+ */
+import { SqlClient } from "@effect/sql"
+import { assert, describe, it } from "@effect/vitest"
+import { Deferred, Effect, Fiber, Option } from "effect"
+import { Prepared } from "../../src/persistence/Sqlite.js"
+import * as Sqlite from "../../src/persistence/Sqlite.js"
+
+const withTable = Effect.flatMap(SqlClient.SqlClient, (sql) => sql`CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)`)
+
+const ids = Effect.flatMap(Prepared, (prepared) => prepared.all<{ id: number }>("SELECT id FROM t ORDER BY id"))
+
+describe("Sqlite", () => {
+  it.effect("a direct statement waits while another fiber holds a transaction, then sees what it committed", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const prepared = yield* Prepared
+      yield* withTable
+      const inside = yield* Deferred.make<void>()
+      const finish = yield* Deferred.make<void>()
+      const writer = yield* Effect.fork(sql.withTransaction(Effect.gen(function*() {
+        yield* prepared.run("INSERT INTO t (id, v) VALUES (?, ?)", 1, "a")
+        yield* Deferred.succeed(inside, undefined)
+        yield* Deferred.await(finish)
+      })))
+      yield* Deferred.await(inside)
+      const reader = yield* Effect.fork(ids)
+      const viaClient = yield* Effect.fork(sql<{ id: number }>`SELECT id FROM t`)
+      for (let i = 0; i < 10; i++) yield* Effect.yieldNow()
+      assert.isTrue(Option.isNone(yield* Fiber.poll(reader)), "the direct read ran inside another fiber's transaction")
+      assert.isTrue(Option.isNone(yield* Fiber.poll(viaClient)))
+      yield* Deferred.succeed(finish, undefined)
+      yield* Fiber.join(writer)
+      assert.deepStrictEqual(yield* Fiber.join(reader), [{ id: 1 }])
+      assert.deepStrictEqual(yield* Fiber.join(viaClient), [{ id: 1 }])
+    }).pipe(Effect.provide(Sqlite.layer(":memory:"))))
+
+  it.effect("direct writes belong to the fiber's transaction and savepoint: they roll back with them", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const prepared = yield* Prepared
+      yield* withTable
+      const insert = (id: number) => prepared.insert("t", { id, v: `v${id}` })
+      yield* sql.withTransaction(Effect.gen(function*() {
+        yield* insert(1)
+        // A failing inner job (as in the group commit) rolls back alone.
+        yield* Effect.exit(sql.withTransaction(Effect.zipRight(insert(2), Effect.fail("refused"))))
+        yield* prepared.updateById("t", "3", {})
+        yield* insert(3)
+      }))
+      yield* Effect.exit(sql.withTransaction(Effect.zipRight(insert(4), Effect.fail("refused"))))
+      assert.deepStrictEqual(yield* ids, [{ id: 1 }, { id: 3 }])
+      yield* sql`UPDATE t SET v = ${"changed"} WHERE id = ${1}`
+      yield* prepared.run("UPDATE t SET v = ? WHERE id = ?", "direct", 3)
+      assert.deepStrictEqual(
+        yield* prepared.first<{ v: string }>("SELECT v FROM t WHERE id = ?", 1),
+        Option.some({ v: "changed" })
+      )
+      assert.deepStrictEqual(
+        yield* sql<{ v: string }>`SELECT v FROM t WHERE id = ${3}`,
+        [{ v: "direct" }]
+      )
+      assert.isTrue(Option.isNone(yield* prepared.first("SELECT v FROM t WHERE id = ?", 9)))
+    }).pipe(Effect.provide(Sqlite.layer(":memory:"))))
+})
