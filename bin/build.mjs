@@ -24,7 +24,11 @@ await build({
   outfile: "dist/cli/svc.mjs",
   bundle: true,
   minify: true,
-  keepNames: true,
+  // esbuild's keepNames wraps every function and class in a __name() call at load, and that showed as
+  // 3-4 % of the server's CPU. Nothing reads names at run time: errors are told apart by their
+  // `_tag`, schemas and tags carry explicit identifiers (the OpenAPI document is byte for byte the
+  // same without it).
+  keepNames: false,
   platform: "node",
   format: "esm",
   target: "node20",
