@@ -21,7 +21,7 @@ import {
 } from "../api/Errors.js"
 import { Policy, type PolicySpec } from "../api/Policy.js"
 import { AppConfig } from "../config/AppConfig.js"
-import { isMutatingMethod, keyAccess, roleAllowed } from "../domain/Access.js"
+import { isMutatingMethod, keyAccess, type Role, roleAllowed } from "../domain/Access.js"
 import { uuidPattern } from "../domain/Ids.js"
 import { Accounts } from "../services/Accounts.js"
 import { ApiKeys } from "../services/ApiKeys.js"
@@ -39,6 +39,12 @@ export const policyIndex = (api: typeof Api) => {
     }
   }
   return index
+}
+
+/** What an API key's lookup already knows of its creator (a session looks it up separately). */
+interface Owner {
+  readonly email: Option.Option<string>
+  readonly role: Option.Option<Role>
 }
 
 const anonymous: CallerShape = { user: Option.none(), credential: Option.none(), organization: Option.none() }
@@ -83,7 +89,12 @@ export const AuthorizationLive = Layer.effect(
             preset: key.preset,
             organizationId: key.organization_id
           }
-          return { userId: key.created_by, credential }
+          // The key's lookup brought its creator's address and role in the key's organization along.
+          const owner: Owner = {
+            email: Option.fromNullable(key.owner_email),
+            role: Option.fromNullable(key.owner_role)
+          }
+          return { userId: key.created_by, credential, owner }
         }
         const token = request.cookies[SESSION_COOKIE]
         if (token === undefined) return yield* new Unauthenticated({ detail: "Sign in or send an API key" })
@@ -103,7 +114,7 @@ export const AuthorizationLive = Layer.effect(
           activeOrganizationId: session.value.active_organization_id,
           authenticatedAt: session.value.authenticated_at
         }
-        return { userId: session.value.user_id, credential }
+        return { userId: session.value.user_id, credential, owner: undefined }
       })
 
     /** The organization the route acts on, per api.md's X-Organization-ID rules. */
@@ -149,26 +160,27 @@ export const AuthorizationLive = Layer.effect(
       if (spec === undefined) return yield* Effect.dieMessage(`no policy for ${route.method} ${route.path}`)
       if (spec.access === "N") return anonymous
       if (spec.access === "O") return yield* operator(request)
-      const { credential, userId } = yield* authenticate(request, spec)
-      const user = yield* accounts.findUser(userId)
-      if (Option.isNone(user)) return yield* new Unauthenticated({ detail: "The user no longer exists" })
+      const { credential, owner, userId } = yield* authenticate(request, spec)
+      const email = owner?.email ?? Option.map(yield* accounts.findUser(userId), (user) => user.email)
+      if (Option.isNone(email)) return yield* new Unauthenticated({ detail: "The user no longer exists" })
       const caller: CallerShape = {
-        user: Option.some({ id: user.value.id, email: user.value.email }),
+        user: Option.some({ id: userId, email: email.value }),
         credential: Option.some(credential),
         organization: Option.none()
       }
       if (spec.organization === "none") return caller
       const organizationId = yield* organizationOf(request, spec, credential, params)
-      const membership = yield* accounts.membership(organizationId, userId)
-      if (Option.isNone(membership)) {
+      // A key acts only in its own organization (organizationOf), so its owner's role there is the one.
+      const role = owner?.role ?? Option.map(yield* accounts.membership(organizationId, userId), (m) => m.role)
+      if (Option.isNone(role)) {
         return yield* credential.kind === "api_key"
           ? new Forbidden({ detail: "The key's owner is no longer a member of its organization" })
           : new ResourceNotFound({ detail: "Organization not found" })
       }
-      if (!roleAllowed(membership.value.role, spec.roles)) {
-        return yield* new Forbidden({ detail: `The role ${membership.value.role} may not do this` })
+      if (!roleAllowed(role.value, spec.roles)) {
+        return yield* new Forbidden({ detail: `The role ${role.value} may not do this` })
       }
-      return { ...caller, organization: Option.some({ id: organizationId, role: membership.value.role }) }
+      return { ...caller, organization: Option.some({ id: organizationId, role: role.value }) }
     })
   })
 )

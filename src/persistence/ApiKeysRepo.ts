@@ -1,6 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer, Option } from "effect"
-import type { Preset } from "../domain/Access.js"
+import type { Preset, Role } from "../domain/Access.js"
 import { Prepared } from "./Sqlite.js"
 
 export interface ApiKeyRow {
@@ -18,13 +18,29 @@ export interface ApiKeyRow {
   readonly revoked_at: number | null
 }
 
+/** A key with what a request needs of its creator: their address and role in the key's organization. */
+export interface ApiKeyWithOwner extends ApiKeyRow {
+  /** Null when the creator no longer exists. */
+  readonly owner_email: string | null
+  /** Null when the creator is no longer a member of the key's organization. */
+  readonly owner_role: Role | null
+}
+
 const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const prepared = yield* Prepared
   return {
     insert: (row: ApiKeyRow) => Effect.orDie(sql`INSERT INTO api_keys ${sql.insert(row as any)}`),
-    // Every request with a key runs this one (prepared: src/persistence/Sqlite.ts).
-    findByKeyId: (keyId: string) => prepared.first<ApiKeyRow>("SELECT * FROM api_keys WHERE key_id = ?", keyId),
+    // Every request with a key runs this one: one prepared statement (src/persistence/Sqlite.ts)
+    // instead of three lookups (key, user, membership).
+    findByKeyId: (keyId: string) =>
+      prepared.first<ApiKeyWithOwner>(
+        `SELECT k.*, u.email AS owner_email, m.role AS owner_role FROM api_keys k
+          LEFT JOIN users u ON u.id = k.created_by
+          LEFT JOIN memberships m ON m.organization_id = k.organization_id AND m.user_id = k.created_by
+          WHERE k.key_id = ?`,
+        keyId
+      ),
     findById: (organizationId: string, id: string) =>
       sql<ApiKeyRow>`SELECT * FROM api_keys WHERE id = ${id} AND organization_id = ${organizationId}`.pipe(
         Effect.map((rows) => Option.fromNullable(rows[0])),

@@ -1,4 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
+import Database from "better-sqlite3"
 import { Effect, TestClock } from "effect"
 import { client, request } from "../support/Http.js"
 import { signIn } from "../support/SignIn.js"
@@ -201,5 +202,30 @@ describe("authentication and access matrix", () => {
       assert.isString(listed.last_used_at)
       assert.notProperty(listed, "secret")
       assert.notInclude(JSON.stringify((yield* full("GET", "/v1/api-keys")).body), secret)
+    }))
+
+  it.scoped("a key acts with its creator's current role: a demotion limits it at once, a removal refuses it", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer()
+      const owner = yield* server.bootstrap("owner@example.com")
+      const api = client(server.url, { key: owner.api_key })
+      // Owners, admins and operators may interrupt an agent; past authorization the empty body is refused.
+      const interrupt = () => api("POST", `/v1/machines/${crypto.randomUUID()}/agents/interrupt`, { json: {} })
+      const membership = (statement: string) => {
+        const db = new Database(server.config.databaseFile)
+        db.prepare(statement).run(owner.user_id)
+        db.close()
+      }
+      assert.strictEqual((yield* interrupt()).status, 422)
+      membership("UPDATE memberships SET role = 'billing' WHERE user_id = ?")
+      const demoted = yield* interrupt()
+      assert.strictEqual(demoted.status, 403)
+      assert.strictEqual(demoted.body.code, "forbidden")
+      assert.include(demoted.body.detail, "billing")
+      membership("DELETE FROM memberships WHERE user_id = ?")
+      const removed = yield* interrupt()
+      assert.strictEqual(removed.status, 403)
+      assert.include(removed.body.detail, "no longer a member")
+      assert.strictEqual((yield* api("GET", "/v1/me")).status, 200)
     }))
 })
