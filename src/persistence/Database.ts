@@ -20,6 +20,9 @@ const pragmas = Effect.gen(function*() {
   yield* sql.unsafe("PRAGMA foreign_keys = ON")
   yield* sql.unsafe("PRAGMA busy_timeout = 5000")
   yield* sql.unsafe("PRAGMA synchronous = FULL")
+  // Savepoint and statement journals in memory rather than temporary files: every group commit
+  // job and every nested transaction writes one.
+  yield* sql.unsafe("PRAGMA temp_store = MEMORY")
 })
 
 /** A migrated database in `filename` (`:memory:` for tests). */
