@@ -4,8 +4,8 @@
  * what the request made: an operation (machine changes, snapshots, fork, restore) or an agent turn
  * (a prompt; a steer or interrupt names its input too).
  */
-import { SqlClient } from "@effect/sql"
-import { Context, Effect, Layer, Option } from "effect"
+import { Context, Effect, Layer } from "effect"
+import { Prepared } from "./Sqlite.js"
 
 /** What a request with the key made: the answer a repeat of it gives again. */
 export type KeyAnswer =
@@ -24,17 +24,21 @@ export interface KeyRow {
 }
 
 const make = Effect.gen(function*() {
-  const sql = yield* SqlClient.SqlClient
+  // Every accept that carries a key runs these (prepared: src/persistence/Sqlite.ts).
+  const prepared = yield* Prepared
   return {
     find: (organizationId: string, key: string) =>
-      sql<KeyRow>`SELECT * FROM idempotency_keys WHERE organization_id = ${organizationId}
-        AND idempotency_key = ${key}`.pipe(Effect.map((rows) => Option.fromNullable(rows[0])), Effect.orDie),
+      prepared.first<KeyRow>(
+        "SELECT * FROM idempotency_keys WHERE organization_id = ? AND idempotency_key = ?",
+        organizationId,
+        key
+      ),
     insert: (row: {
       readonly organization_id: string
       readonly idempotency_key: string
       readonly fingerprint: string
       readonly created_at: number
-    }, answer: KeyAnswer) => Effect.orDie(sql`INSERT INTO idempotency_keys ${sql.insert({ ...row, ...answer })}`)
+    }, answer: KeyAnswer) => prepared.insert("idempotency_keys", { ...row, ...answer })
   }
 })
 
