@@ -10,7 +10,7 @@ import * as NodeFs from "node:fs"
 /**
  * A small young generation (2 MiB semi-spaces instead of 16-32), an old generation that grows by 10 %
  * at a time instead of up to 4 times, and two malloc arenas: the resident set with 10,000 machines
- * is about 138 MiB instead of 250 (docs/benchmarks.md). V8's --optimize-for-size held it at 135
+ * is about 140 MiB instead of 250 (docs/benchmarks.md). V8's --optimize-for-size held it at 135
  * but pins the young generation at 1 MiB whatever --max-semi-space-size says, and cost about a fifth
  * more CPU per operation. `SVC_NODE_FLAGS=` (empty) trades memory for speed.
  */
