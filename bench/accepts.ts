@@ -13,6 +13,7 @@
  * shared machine.
  */
 import Database from "better-sqlite3"
+import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
 import { performance } from "node:perf_hooks"
 import { cpuMillis, createMachine, httpClient, ms, pool, serve, settled, summary, tempDir } from "./support.js"
@@ -22,7 +23,8 @@ const concurrency = Number(process.argv[3] ?? 64)
 const machineCount = 50
 
 const baseline = () => {
-  const db = new Database(NodePath.join(tempDir("baseline"), "baseline.db"))
+  const dir = tempDir("baseline")
+  const db = new Database(NodePath.join(dir, "baseline.db"))
   db.pragma("journal_mode = WAL")
   db.pragma("synchronous = FULL")
   db.exec(
@@ -33,6 +35,7 @@ const baseline = () => {
   for (let i = 0; i < total; i++) insert.run(crypto.randomUUID(), `{"force":false,"n":${i}}`, Date.now())
   const seconds = (performance.now() - started) / 1000
   db.close()
+  NodeFs.rmSync(dir, { recursive: true, force: true })
   return total / seconds
 }
 
@@ -81,6 +84,8 @@ const main = async () => {
   } finally {
     await client.close()
     await served.stop()
+    // The machines were never started (process driver): their folders are all there is.
+    NodeFs.rmSync(served.dataDir, { recursive: true, force: true })
   }
 }
 
