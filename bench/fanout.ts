@@ -14,7 +14,12 @@ const machineCount = Number(process.argv[2] ?? 1000)
 const opsPerMachine = 5
 
 const main = async () => {
-  const served = await serve({ SVC_RUNTIME: "sandbox", SVC_BILLING: "unlimited" })
+  // Every machine runs at once: more than the host's default share (memory / 64 MiB) may allow.
+  const served = await serve({
+    SVC_RUNTIME: "sandbox",
+    SVC_BILLING: "unlimited",
+    SVC_HOST_MAX_RUNNING: String(machineCount + 1)
+  })
   const client = httpClient(served, 64)
   try {
     const setupStart = performance.now()
