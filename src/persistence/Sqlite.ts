@@ -72,12 +72,14 @@ const make = (filename: string) =>
     const attempt = <A>(message: string, f: () => A) =>
       Effect.try({ try: f, catch: (cause) => new SqlError({ cause, message }) })
 
+    const execute: Connection["execute"] = (sql, params, transformRows) =>
+      attempt("Failed to execute statement", () => {
+        const rows = rowsOf(sql, params)
+        return transformRows ? transformRows(rows) : rows
+      })
+
     const connection: Connection = {
-      execute: (sql, params, transformRows) =>
-        attempt("Failed to execute statement", () => {
-          const rows = rowsOf(sql, params)
-          return transformRows ? transformRows(rows) : rows
-        }),
+      execute,
       executeRaw: (sql, params) =>
         attempt("Failed to execute statement", () => {
           const statement = prepare(sql)
@@ -102,7 +104,10 @@ const make = (filename: string) =>
           const rows = rowsOf(sql, params ?? [])
           return transformRows ? transformRows(rows) : rows
         }),
-      executeStream: () => Stream.die("executeStream not implemented")
+      // The rows are read whole, then streamed: better-sqlite3 refuses any other statement on the
+      // connection while an iterator is open, and a stream's consumer may run some between rows.
+      executeStream: (sql, params, transformRows) =>
+        Stream.flatMap(Stream.fromEffect(execute(sql, params, transformRows)), Stream.fromIterable)
     }
 
     // The lock: held by a transaction from BEGIN to its end; `open` mirrors it for the direct path.

@@ -4,7 +4,7 @@
  */
 import { SqlClient } from "@effect/sql"
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber, Option } from "effect"
+import { Deferred, Effect, Fiber, Option, Stream } from "effect"
 import { Prepared } from "../../src/persistence/Sqlite.js"
 import * as Sqlite from "../../src/persistence/Sqlite.js"
 
@@ -63,5 +63,19 @@ describe("Sqlite", () => {
         [{ v: "direct" }]
       )
       assert.isTrue(Option.isNone(yield* prepared.first("SELECT v FROM t WHERE id = ?", 9)))
+    }).pipe(Effect.provide(Sqlite.layer(":memory:"))))
+
+  it.effect("a statement's stream yields its rows, and other statements may run while it is consumed", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      yield* withTable
+      yield* sql`INSERT INTO t (id, v) VALUES (1, 'a'), (2, 'b'), (3, 'c')`
+      const seen: Array<string> = []
+      yield* Stream.runForEach(
+        sql<{ id: number; v: string }>`SELECT id, v FROM t ORDER BY id`.stream,
+        (row) =>
+          Effect.map(sql<{ n: number }>`SELECT COUNT(*) AS n FROM t`, ([count]) => seen.push(`${row.v}${count!.n}`))
+      )
+      assert.deepStrictEqual(seen, ["a3", "b3", "c3"])
     }).pipe(Effect.provide(Sqlite.layer(":memory:"))))
 })
