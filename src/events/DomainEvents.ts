@@ -5,12 +5,15 @@
  * (and SSE readers fall back to the persisted history, so they miss nothing).
  */
 import { Context, Effect, Layer, PubSub, type Queue, type Scope } from "effect"
+import type { OperationKind } from "../domain/MachineStates.js"
 
 export type DomainEvent =
   | {
     readonly _tag: "OperationEvent"
     readonly operationId: string
     readonly machineId: string
+    /** The operation's kind, so a subscriber can pass over what it does not follow without a read. */
+    readonly kind: OperationKind
     /** The persisted event id. */
     readonly id: number
     readonly name: "status" | "output" | "progress" | "end"

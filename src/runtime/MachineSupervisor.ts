@@ -123,6 +123,7 @@ const make = Effect.gen(function*() {
         _tag: "OperationEvent",
         operationId: operation.id,
         machineId: operation.machine_id,
+        kind: operation.kind,
         id,
         name,
         data

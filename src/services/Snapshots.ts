@@ -257,8 +257,14 @@ const make = Effect.gen(function*() {
   const events = yield* bus.subscribe
   yield* Queue.take(events).pipe(
     Effect.flatMap((event) =>
-      event._tag === "OperationEvent" && event.name === "end"
+      // Only a snapshot's own end settles its row; only a stop or a snapshot can call for automatic
+      // snapshots or their pruning. Every other operation's end costs no read.
+      event._tag !== "OperationEvent" || event.name !== "end"
+        ? Effect.void
+        : event.kind === "snapshot"
         ? Effect.zipRight(settleFromOperation(event.operationId), automatic(event.operationId))
+        : event.kind === "stop"
+        ? automatic(event.operationId)
         : Effect.void
     ),
     Effect.catchAllCause((cause) => Effect.logError("snapshot bookkeeping failed", cause)),
