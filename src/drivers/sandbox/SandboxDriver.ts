@@ -316,6 +316,8 @@ export const make = (
   const stop: MachineDriverShape["stop"] = (id, { force }) =>
     Effect.gen(function*() {
       const machine = paths(id)
+      // The launcher ends with the machine; its entry goes now (destroy stops first, so it goes too).
+      launchers.delete(id)
       const record = yield* attempt("stop", () => running(id))
       if (record !== undefined) {
         const fold = attempt("stop", () => cpuFold(machine.cpu, record.bootId, bootCpu(record)))
