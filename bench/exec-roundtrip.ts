@@ -11,7 +11,7 @@ import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
 import { performance } from "node:perf_hooks"
 import { Pool } from "undici"
-import { awaitEnd, createMachine, httpClient, ms, serve, settled, summary } from "./support.js"
+import { awaitEnd, cpuMillis, createMachine, httpClient, ms, serve, settled, summary } from "./support.js"
 
 const iterations = Number(process.argv[2] ?? 300)
 
@@ -51,10 +51,13 @@ const main = async () => {
     }
     // The client waits on the operation's event stream (no polling load on the server).
     const events = new Pool(served.url, { connections: 2 })
+    // The server's CPU time over the whole measure (warm-up included), per exec.
+    const cpuBefore = cpuMillis(served.child.pid!)
     const viaApi = await measure(async () => {
       const accepted = await client.call("POST", `/v1/machines/${machineId}/exec`, { command: ["true"] })
       await awaitEnd(served, events, accepted.body.operation_id)
     })
+    const cpuPerExec = (cpuMillis(served.child.pid!) - cpuBefore) / (iterations + 20)
     const check = await settled(
       client,
       (await client.call("POST", `/v1/machines/${machineId}/exec`, { command: ["true"] })).body.operation_id
@@ -65,6 +68,7 @@ const main = async () => {
     const boot = summary(boots)
     console.log(`create to running (sandbox): p50 ${ms(boot.p50)}   p99 ${ms(boot.p99)}   (${boots.length} machines)`)
     console.log(`exec true via API:          p50 ${ms(viaApi.p50)}   p99 ${ms(viaApi.p99)}   (${iterations} runs)`)
+    console.log(`svc CPU per exec:           ${ms(cpuPerExec)} (server process, user + system)`)
     console.log(`baseline nsenter true:      p50 ${ms(raw.p50)}   p99 ${ms(raw.p99)}`)
     console.log(`overhead p50: ${ms(viaApi.p50 - raw.p50)}   ratio p50: ${(viaApi.p50 / raw.p50).toFixed(2)}`)
   } finally {
