@@ -6,6 +6,7 @@ import { HttpApiBuilder, HttpApp, HttpIncomingMessage, HttpServerRequest, HttpSe
 import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Effect, FiberRef, Option } from "effect"
 import { AppConfig } from "../config/AppConfig.js"
+import type { DurabilityShape } from "../persistence/Durability.js"
 import { bodyTooLarge, fromCause } from "./Problems.js"
 
 export const CORRELATION_HEADER = "x-correlation-id"
@@ -29,11 +30,13 @@ const discardInsteadOfReset = (request: HttpServerRequest.HttpServerRequest) => 
 export const CurrentCorrelationId = FiberRef.unsafeMake("")
 
 /**
- * Wraps the whole server: assigns the correlation id and refuses bodies over the limit up front.
+ * Wraps the whole server: assigns the correlation id, refuses bodies over the limit up front, and
+ * holds every answer until the commits its request made are on disk (Durability: the database flushes
+ * its log off the event loop).
  * The server writes the app's response itself before this wrapper sees it, so the header is added
  * through a pre-response handler rather than to the returned value.
  */
-export const edge = (maxBodyBytes: number) => (app: HttpApp.Default): HttpApp.Default =>
+export const edge = (maxBodyBytes: number, durability: DurabilityShape) => (app: HttpApp.Default): HttpApp.Default =>
   Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
     const incoming = request.headers[CORRELATION_HEADER]
@@ -47,6 +50,7 @@ export const edge = (maxBodyBytes: number) => (app: HttpApp.Default): HttpApp.De
       Effect.succeed(HttpServerResponse.setHeader(response, CORRELATION_HEADER, correlationId))
     )
     return yield* app.pipe(
+      Effect.zipLeft(durability.syncOwn),
       HttpIncomingMessage.withMaxBodySize(Option.some(maxBodyBytes)),
       Effect.locally(CurrentCorrelationId, correlationId),
       Effect.annotateLogs("correlation_id", correlationId)

@@ -8,6 +8,7 @@ import { Effect, Layer } from "effect"
 import { createServer } from "node:http"
 import { Api } from "../api/Api.js"
 import { AppConfig } from "../config/AppConfig.js"
+import { Durability } from "../persistence/Durability.js"
 import { AgentsHandlers } from "./AgentsHandlers.js"
 import { ApiKeysHandlers } from "./ApiKeysHandlers.js"
 import { AuthHandlers } from "./AuthHandlers.js"
@@ -38,13 +39,16 @@ export const ApiLive = HttpApiBuilder.api(Api).pipe(
 
 /** The routes and their middleware, ready to serve on any HttpServer. */
 export const RoutesLive = Layer.unwrapEffect(
-  Effect.map(AppConfig, (config) =>
-    HttpApiBuilder.serve(edge(config.maxBodyBytes)).pipe(
-      Layer.provide(HttpApiScalar.layer({ path: "/docs" })),
-      Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/v1/openapi.json" })),
-      Layer.provide(ProblemsLive),
-      Layer.provide(ApiLive)
-    ))
+  Effect.map(
+    Effect.all([AppConfig, Durability]),
+    ([config, durability]) =>
+      HttpApiBuilder.serve(edge(config.maxBodyBytes, durability)).pipe(
+        Layer.provide(HttpApiScalar.layer({ path: "/docs" })),
+        Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/v1/openapi.json" })),
+        Layer.provide(ProblemsLive),
+        Layer.provide(ApiLive)
+      )
+  )
 )
 
 /**

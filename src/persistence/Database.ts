@@ -1,6 +1,7 @@
 /**
  * The one SqlClient of the process: SQLite through better-sqlite3 (WAL, foreign keys, a busy timeout
- * so that `svc admin bootstrap` can write while the server runs, and FULL durability), with the
+ * so that `svc admin bootstrap` can write while the server runs, and commits flushed to disk before
+ * anyone is answered: src/persistence/Durability.ts), with the
  * migrations of `schema/migrations` applied before anything else uses it. The same connection is
  * also `Prepared`, the direct path for hot statements (src/persistence/Sqlite.ts).
  */
@@ -19,7 +20,6 @@ const pragmas = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   yield* sql.unsafe("PRAGMA foreign_keys = ON")
   yield* sql.unsafe("PRAGMA busy_timeout = 5000")
-  yield* sql.unsafe("PRAGMA synchronous = FULL")
   // Savepoint and statement journals in memory rather than temporary files: every group commit
   // job and every nested transaction writes one.
   yield* sql.unsafe("PRAGMA temp_store = MEMORY")

@@ -1,18 +1,20 @@
 /**
  * Group commit: concurrent writers that each need their own transaction share one SQLite commit.
  *
- * With `synchronous=FULL` every commit waits for the disk, and better-sqlite3 does so on the event
- * loop, so one commit per accepted operation caps throughput at a few thousand per second and makes
- * every other request wait behind it. Here each job runs inside one outer transaction as a
- * savepoint of its own (a failing job rolls back alone), and all of them are acknowledged once the
- * outer transaction has committed, so durability still comes before every answer.
+ * Each commit costs statements, log writes and a flush of the log: one commit per accepted
+ * operation caps throughput and makes every other request wait behind it. Here each job runs inside
+ * one outer transaction as a savepoint of its own (a failing job rolls back alone), and all of them
+ * are acknowledged once the outer transaction has committed and its flush has ended (Durability:
+ * the flush runs off the event loop, and the next batch commits meanwhile), so durability still
+ * comes before every answer.
  *
  * Each job's savepoint is released when the job ends. `sql.withTransaction` never releases its
  * savepoints, so a batch of N jobs nested N savepoints deep, and SQLite copied every page a job
  * touched into each level's sub-journal: inserts cost 2-3 times as much as in a flat transaction.
  */
 import { SqlClient } from "@effect/sql"
-import { Context, Deferred, Effect, Exit, Layer, Queue } from "effect"
+import { Context, Deferred, Effect, Exit, FiberRef, Layer, Queue } from "effect"
+import { Durability, LastCommit } from "./Durability.js"
 import { Prepared } from "./Sqlite.js"
 
 interface Job {
@@ -20,6 +22,8 @@ interface Job {
   readonly done: Deferred.Deferred<unknown, unknown>
   /** Answered as soon as it ran, before the commit is durable (see `applied`). */
   readonly early: boolean
+  /** The number of the commit that holds it, once committed (Durability). */
+  seq: number
 }
 
 /** Most jobs in one commit; more wait for the next one, which starts at once. */
@@ -44,6 +48,7 @@ export class GroupCommit extends Context.Tag("svc/persistence/GroupCommit")<Grou
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       const prepared = yield* Prepared
+      const durability = yield* Durability
       const queue = yield* Queue.unbounded<Job>()
 
       /** The job in a savepoint of its own: rolled back alone when it fails, released either way. */
@@ -59,12 +64,11 @@ export class GroupCommit extends Context.Tag("svc/persistence/GroupCommit")<Grou
           (job) => Effect.tap(inSavepoint(job), (exit) => job.early ? Deferred.done(job.done, exit) : Effect.void),
           { concurrency: 1 }
         ).pipe(
-          // The fibers answered early go ahead (a command is handed to its machine) while the
-          // commit below waits for the disk with the event loop.
-          Effect.zipLeft(jobs.some((job) => job.early) ? Effect.yieldNow() : Effect.void),
           sql.withTransaction,
           Effect.provideService(SqlClient.SqlClient, sql),
           Effect.exit,
+          // The commit's number, recorded by the connection in this fiber: what its jobs wait to be flushed.
+          Effect.zipLeft(Effect.map(FiberRef.get(LastCommit), (seq) => jobs.forEach((job) => job.seq = seq))),
           Effect.flatMap((outer) =>
             Effect.forEach(jobs, (job, index) =>
               job.early ? Effect.void : Deferred.done(
@@ -89,8 +93,12 @@ export class GroupCommit extends Context.Tag("svc/persistence/GroupCommit")<Grou
       const enqueue = (early: boolean) => <A, E>(job: Effect.Effect<A, E, SqlClient.SqlClient>) =>
         Effect.gen(function*() {
           const done = yield* Deferred.make<unknown, unknown>()
-          yield* Queue.offer(queue, { run: job, done, early })
-          return (yield* Deferred.await(done)) as A
+          const queued: Job = { run: job, done, early, seq: 0 }
+          yield* Queue.offer(queue, queued)
+          const answer = (yield* Deferred.await(done)) as A
+          // Committed; answered once the flush that holds its commit has ended.
+          if (!early) yield* durability.syncThrough(queued.seq)
+          return answer
         }) as Effect.Effect<A, E>
 
       return { transaction: enqueue(false), applied: enqueue(true) }

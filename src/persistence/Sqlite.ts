@@ -16,6 +16,10 @@
  * a transaction waits while another fiber holds a transaction open (it never runs inside a
  * transaction it is not part of), and a statement of the fiber that holds it (a group commit job
  * included) runs inside it.
+ *
+ * A file's connection commits with `synchronous=NORMAL` and flushes its log itself, off the event
+ * loop (`Durability`, src/persistence/Durability.ts): every statement that ends a commit numbers it
+ * and records the number in its fiber (`LastCommit`), for whoever answers to wait on.
  */
 import * as Reactivity from "@effect/experimental/Reactivity"
 import { SqlClient, Statement } from "@effect/sql"
@@ -23,7 +27,10 @@ import { SqliteClient } from "@effect/sql-sqlite-node"
 import type { Connection } from "@effect/sql/SqlConnection"
 import { SqlError } from "@effect/sql/SqlError"
 import Sqlite from "better-sqlite3"
-import { Context, Effect, Layer, Option, Scope, Stream } from "effect"
+import { Context, Effect, FiberRef, Layer, Option, Scope, Stream } from "effect"
+import * as NodeFs from "node:fs"
+import * as NodePath from "node:path"
+import * as Durability from "./Durability.js"
 
 /** What better-sqlite3 binds (booleans are not among them). */
 export type Param = string | number | bigint | Uint8Array | null | undefined
@@ -47,13 +54,67 @@ export class Prepared extends Context.Tag("svc/persistence/Prepared")<Prepared, 
 /** Statements kept prepared; past this many distinct texts the map starts over (texts are code's own). */
 const maxStatements = 1000
 
-const make = (filename: string) =>
+/** Flushes the log: calls back once everything written to it before the call is on disk. */
+export type Flush = (done: (error: unknown) => void) => void
+
+/**
+ * The flush of a database file's write-ahead log: `fdatasync` on libuv's thread pool. The log's
+ * directory is flushed once too, so that the log is found after a crash.
+ */
+const logFlush = (filename: string) => {
+  let log: number | undefined
+  const open = () => {
+    if (log !== undefined) return log
+    log = NodeFs.openSync(`${filename}-wal`, "r")
+    const directory = NodeFs.openSync(NodePath.dirname(filename), "r")
+    try {
+      NodeFs.fsyncSync(directory)
+    } finally {
+      NodeFs.closeSync(directory)
+    }
+    return log
+  }
+  const flush: Flush = (done) => {
+    let fd: number
+    try {
+      fd = open()
+    } catch (error) {
+      return done(error)
+    }
+    NodeFs.fdatasync(fd, (error) => done(error))
+  }
+  return {
+    flush,
+    flushNow: () => NodeFs.fdatasyncSync(open()),
+    close: () => log !== undefined && NodeFs.closeSync(log)
+  }
+}
+
+export interface Options {
+  /** Wraps the log's flush (tests hold flushes back to see who waits for them). */
+  readonly wrapFlush?: (flush: Flush) => Flush
+}
+
+const make = (filename: string, options: Options) =>
   Effect.gen(function*() {
     const db = new Sqlite(filename)
-    yield* Effect.addFinalizer(() => Effect.sync(() => db.close()))
+    const inMemory = filename === ":memory:" || filename === ""
+    const log = inMemory ? undefined : logFlush(filename)
+    const tracker = log === undefined ? undefined : Durability.make(options.wrapFlush?.(log.flush) ?? log.flush)
+    yield* Effect.addFinalizer(() =>
+      Effect.sync(() => {
+        // Another process's connection may keep the log from being checkpointed at close.
+        if (tracker?.pending()) log?.flushNow()
+        log?.close()
+        db.close()
+      })
+    )
     db.pragma("journal_mode = WAL")
+    if (!inMemory) db.pragma("synchronous = NORMAL")
 
     const statements = new Map<string, Sqlite.Statement>()
+    /** Whether a write ran since the last commit was counted. */
+    let dirty = false
     const prepare = (sql: string) => {
       let statement = statements.get(sql)
       if (statement === undefined) {
@@ -61,7 +122,18 @@ const make = (filename: string) =>
         statement = db.prepare(sql)
         statements.set(sql, statement)
       }
+      // Prepared to be run: a write makes the transaction (or the statement alone) a commit to count.
+      if (!statement.readonly) dirty = true
       return statement
+    }
+    /**
+     * After each statement: the commit it ended, if it ended one (a COMMIT, or a write outside any
+     * transaction), numbered and recorded in the fiber that ran it.
+     */
+    const counted = <A, E>(outcome: Effect.Effect<A, E>): Effect.Effect<A, E> => {
+      if (!dirty || db.inTransaction || tracker === undefined) return outcome
+      dirty = false
+      return Effect.zipLeft(outcome, FiberRef.set(Durability.LastCommit, tracker.commit()))
     }
     const rowsOf = (sql: string, params: ReadonlyArray<unknown>): ReadonlyArray<any> => {
       const statement = prepare(sql)
@@ -70,7 +142,15 @@ const make = (filename: string) =>
       return []
     }
     const attempt = <A>(message: string, f: () => A) =>
-      Effect.try({ try: f, catch: (cause) => new SqlError({ cause, message }) })
+      Effect.suspend(() => {
+        let outcome: Effect.Effect<A, SqlError>
+        try {
+          outcome = Effect.succeed(f())
+        } catch (cause) {
+          outcome = Effect.fail(new SqlError({ cause, message }))
+        }
+        return counted(outcome)
+      })
 
     const execute: Connection["execute"] = (sql, params, transformRows) =>
       attempt("Failed to execute statement", () => {
@@ -128,11 +208,12 @@ const make = (filename: string) =>
 
     /** Runs `f` now inside this fiber's transaction, else once no other fiber holds one. */
     const direct = <A>(f: () => A) =>
-      Effect.withFiberRuntime<A>((fiber) =>
-        Context.getOption(fiber.currentContext, SqlClient.TransactionConnection)._tag === "Some"
-          ? Effect.sync(f)
-          : waitForTransactions(Effect.sync(f))
-      )
+      Effect.withFiberRuntime<A>((fiber) => {
+        const run = Effect.suspend(() => counted(Effect.succeed(f())))
+        return Context.getOption(fiber.currentContext, SqlClient.TransactionConnection)._tag === "Some"
+          ? run
+          : waitForTransactions(run)
+      })
 
     const client = yield* SqlClient.make({
       acquirer,
@@ -176,9 +257,11 @@ const make = (filename: string) =>
 
     return Context.make(SqliteClient.SqliteClient, sqlite).pipe(
       Context.add(SqlClient.SqlClient, sqlite),
-      Context.add(Prepared, prepared)
+      Context.add(Prepared, prepared),
+      Context.add(Durability.Durability, tracker?.shape ?? Durability.immediate)
     )
   })
 
-/** The connection as SqlClient, SqliteClient and Prepared. */
-export const layer = (filename: string) => Layer.scopedContext(make(filename)).pipe(Layer.provide(Reactivity.layer))
+/** The connection as SqlClient, SqliteClient, Prepared and Durability. */
+export const layer = (filename: string, options: Options = {}) =>
+  Layer.scopedContext(make(filename, options)).pipe(Layer.provide(Reactivity.layer))

@@ -1,13 +1,13 @@
 /**
- * The group commit: `transaction` answers once its writes are durable; `applied` answers as soon as
- * its job ran, before the commit, and what is written after it commits with it or later. A second
+ * The group commit: `transaction` answers once its writes are durable (committed, and the log flushed
+ * by src/persistence/Durability.ts); `applied` answers as soon as its job ran, before the flush. A second
  * connection to the same file is the outside observer (what a restarted svc would find). Jobs that
  * share a commit still succeed and fail alone, and a job may open transactions of its own.
  */
 import { SqlClient } from "@effect/sql"
 import { assert, describe, it } from "@effect/vitest"
 import Database from "better-sqlite3"
-import { Effect, Either, Exit, Layer } from "effect"
+import { Context, Effect, Either, Exit, Fiber, Layer, Option } from "effect"
 import * as NodeFs from "node:fs"
 import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
@@ -20,28 +20,49 @@ const insert = (name: string) =>
 
 describe("group commit", () => {
   const file = NodePath.join(NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "svc-group-commit-")), "db.sqlite")
-  const layer = GroupCommit.layer.pipe(Layer.provideMerge(Sqlite.layer(file)))
 
-  it.scoped("applied answers before its commit is durable; a later transaction commits it too", () =>
+  it.scopedLive("transaction answers once its commit is flushed, applied before; batches commit while a flush runs", () =>
     Effect.gen(function*() {
-      const commit = yield* GroupCommit
-      const sql = yield* SqlClient.SqlClient
+      // Flushes of the log are held back while `holding`, and let go by hand.
+      let holding = false
+      const held: Array<() => void> = []
+      const wrapFlush = (flush: Sqlite.Flush): Sqlite.Flush => (done) =>
+        holding ? void held.push(() => flush(done)) : flush(done)
+      const context = yield* Layer.build(GroupCommit.layer.pipe(Layer.provideMerge(Sqlite.layer(file, { wrapFlush }))))
+      const commit = Context.get(context, GroupCommit)
+      const sql = Context.get(context, SqlClient.SqlClient)
       yield* sql`CREATE TABLE marks (name TEXT)`
       const outside = new Database(file, { readonly: true })
       yield* Effect.addFinalizer(() => Effect.sync(() => outside.close()))
       const seen = () => outside.prepare("SELECT name FROM marks ORDER BY rowid").all().map((row: any) => row.name)
+      const until = (done: () => boolean) =>
+        Effect.repeat(Effect.sleep("1 millis"), { until: done }).pipe(Effect.timeout("5 seconds"))
 
+      holding = true
       yield* commit.applied(insert("claim"))
-      assert.deepStrictEqual(seen(), [], "answered before the commit")
-      yield* commit.transaction(insert("settle"))
+      const settle = yield* Effect.fork(commit.transaction(insert("settle")))
+      yield* until(() => seen().includes("settle"))
+      // Committed (another connection reads it) but its flush is held: not answered yet.
       assert.deepStrictEqual(seen(), ["claim", "settle"])
+      assert.isTrue(Option.isNone(yield* Fiber.poll(settle)), "answered before its flush")
+      // The next batch commits while that flush is still running; it waits for a flush of its own.
+      const after = yield* Effect.fork(commit.transaction(insert("after")))
+      yield* until(() => seen().includes("after"))
+      assert.isTrue(Option.isNone(yield* Fiber.poll(after)))
+      assert.isTrue(held.length === 1, "one flush at a time")
+      // The first flush ends: it covers `settle` only; `after` shares the one that starts next.
+      holding = false
+      held.shift()!()
+      yield* Fiber.join(settle)
+      yield* Fiber.join(after)
+      assert.deepStrictEqual(held, [])
 
       // A failing job rolls back alone, early or not.
       const failed = yield* Effect.either(commit.applied(Effect.zipRight(insert("half"), Effect.fail("no"))))
       assert.isTrue(failed._tag === "Left")
-      yield* commit.transaction(insert("after"))
-      assert.deepStrictEqual(seen(), ["claim", "settle", "after"])
-    }).pipe(Effect.provide(layer)))
+      yield* commit.transaction(insert("last"))
+      assert.deepStrictEqual(seen(), ["claim", "settle", "after", "last"])
+    }))
 
   it.scoped("concurrent jobs share a commit; a failing one rolls back alone, nested transactions included", () =>
     Effect.gen(function*() {

@@ -4,7 +4,11 @@
  */
 import { SqlClient } from "@effect/sql"
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber, Option, Stream } from "effect"
+import { Deferred, Effect, Fiber, FiberRef, Option, Stream } from "effect"
+import * as NodeFs from "node:fs"
+import * as NodeOs from "node:os"
+import * as NodePath from "node:path"
+import { Durability, LastCommit } from "../../src/persistence/Durability.js"
 import { Prepared } from "../../src/persistence/Sqlite.js"
 import * as Sqlite from "../../src/persistence/Sqlite.js"
 
@@ -13,6 +17,45 @@ const withTable = Effect.flatMap(SqlClient.SqlClient, (sql) => sql`CREATE TABLE 
 const ids = Effect.flatMap(Prepared, (prepared) => prepared.all<{ id: number }>("SELECT id FROM t ORDER BY id"))
 
 describe("Sqlite", () => {
+  it.scopedLive("a file's commits are numbered in the fiber that made them, and flushed before syncOwn answers", () =>
+    Effect.gen(function*() {
+      const file = NodePath.join(NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "svc-sqlite-")), "db.sqlite")
+      let flushes = 0
+      const layer = Sqlite.layer(file, { wrapFlush: (flush) => (done) => (flushes++, flush(done)) })
+      yield* Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const prepared = yield* Prepared
+        const durability = yield* Durability
+        const synchronous = yield* prepared.first<{ synchronous: number }>("PRAGMA synchronous")
+        assert.strictEqual(Option.getOrThrow(synchronous).synchronous, 1, "NORMAL: the flush is ours")
+        yield* withTable
+        const afterTable = yield* FiberRef.get(LastCommit)
+        assert.isAbove(afterTable, 0, "a statement outside a transaction is a commit")
+        yield* ids
+        assert.strictEqual(yield* FiberRef.get(LastCommit), afterTable, "a read is none")
+        // Writes inside a transaction count once, at its COMMIT, in the fiber that ran it (and in
+        // whoever joins that fiber).
+        const writer = yield* Effect.fork(
+          sql.withTransaction(Effect.gen(function*() {
+            yield* prepared.run("INSERT INTO t (id, v) VALUES (?, ?)", 1, "a")
+            yield* sql`INSERT INTO t (id, v) VALUES (2, 'b')`
+            return yield* FiberRef.get(LastCommit)
+          })).pipe(Effect.zip(FiberRef.get(LastCommit)))
+        )
+        const [during, after] = yield* Fiber.join(writer)
+        assert.strictEqual(during, afterTable, "nothing counted before the COMMIT")
+        const committed = durability.committed()
+        assert.strictEqual(after, afterTable + 1)
+        assert.strictEqual(committed, after)
+        assert.strictEqual(yield* FiberRef.get(LastCommit), after, "joined with the fiber")
+        const before = flushes
+        yield* durability.syncThrough(committed)
+        assert.strictEqual(flushes, before + 1)
+        yield* durability.syncOwn
+        assert.strictEqual(flushes, before + 1, "already on disk: no flush")
+      }).pipe(Effect.provide(layer))
+    }))
+
   it.effect("a direct statement waits while another fiber holds a transaction, then sees what it committed", () =>
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
