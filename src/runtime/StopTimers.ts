@@ -41,18 +41,25 @@ export const layer = Layer.scopedDiscard(Effect.gen(function*() {
     }
   })
 
+  /**
+   * Completes at the first event that moves a timer: a boot or a settings change. A plain loop, not
+   * `Effect.repeat`: every event of every operation passes here, and a schedule step per event cost
+   * hundreds of runtime steps per operation.
+   */
+  const changed: Effect.Effect<void> = Effect.flatMap(
+    Queue.take(events),
+    (event) =>
+      (event._tag === "MachineEvent" && event.type === "machine.ready") || event._tag === "MachineSettingsChanged"
+        ? Effect.void
+        : changed
+  )
+
   /** Completes at the next timer, or at once when a machine boots or its settings change. */
   const nextWake = Effect.gen(function*() {
     const due = yield* machines.nextTimerDue
     const now = yield* Clock.currentTimeMillis
     const wait = due === null ? Duration.infinity : due <= now ? busyRetry : Duration.millis(due - now)
-    const changed = Queue.take(events).pipe(
-      Effect.repeat({
-        until: (event) =>
-          (event._tag === "MachineEvent" && event.type === "machine.ready") || event._tag === "MachineSettingsChanged"
-      })
-    )
-    yield* Effect.raceFirst(Effect.sleep(wait), Effect.asVoid(changed))
+    yield* Effect.raceFirst(Effect.sleep(wait), changed)
   })
 
   yield* stopDue.pipe(
