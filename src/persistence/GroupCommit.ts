@@ -46,7 +46,6 @@ export class GroupCommit extends Context.Tag("svc/persistence/GroupCommit")<Grou
   static readonly layer = Layer.scoped(
     GroupCommit,
     Effect.gen(function*() {
-      const sql = yield* SqlClient.SqlClient
       const prepared = yield* Prepared
       const durability = yield* Durability
       const queue = yield* Queue.unbounded<Job>()
@@ -64,8 +63,7 @@ export class GroupCommit extends Context.Tag("svc/persistence/GroupCommit")<Grou
           (job) => Effect.tap(inSavepoint(job), (exit) => job.early ? Deferred.done(job.done, exit) : Effect.void),
           { concurrency: 1 }
         ).pipe(
-          sql.withTransaction,
-          Effect.provideService(SqlClient.SqlClient, sql),
+          prepared.transaction,
           Effect.exit,
           // The commit's number, recorded by the connection in this fiber: what its jobs wait to be flushed.
           Effect.zipLeft(Effect.map(FiberRef.get(LastCommit), (seq) => jobs.forEach((job) => job.seq = seq))),

@@ -27,7 +27,7 @@ import { SqliteClient } from "@effect/sql-sqlite-node"
 import type { Connection } from "@effect/sql/SqlConnection"
 import { SqlError } from "@effect/sql/SqlError"
 import Sqlite from "better-sqlite3"
-import { Context, Effect, FiberRef, Layer, Option, Scope, Stream } from "effect"
+import { Context, Effect, Exit, FiberRef, Layer, Option, Scope, Stream } from "effect"
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
 import * as Durability from "./Durability.js"
@@ -46,6 +46,13 @@ export interface PreparedShape {
   readonly insert: (table: string, row: object) => Effect.Effect<void>
   /** `UPDATE table SET (keys of patch) WHERE id = id`; nothing for an empty patch. */
   readonly updateById: (table: string, id: string, patch: object) => Effect.Effect<void>
+  /**
+   * Runs `effect` in a transaction, as `sql.withTransaction` does at the top level (SqlClient
+   * statements and `sql.withTransaction` inside it are part of it), for a fiber that is in none:
+   * the group commit's batches. It skips what that costs per transaction (a span, a scope, and two
+   * copies of the fiber's whole context), a tenth of an exec's runtime steps.
+   */
+  readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
 }
 
 /** Prepared statements run directly on the SqlClient's connection (see the module comment). */
@@ -241,7 +248,36 @@ const make = (filename: string, options: Options) =>
     const updateText = (table: string, keys: ReadonlyArray<string>) =>
       `UPDATE ${table} SET ${keys.map((key) => `"${key}" = ?`).join(", ")} WHERE id = ?`
 
+    const transaction = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+      Effect.uninterruptibleMask((restore) =>
+        Effect.zipRight(
+          restore(semaphore.take(1)),
+          Effect.suspend(() => {
+            open = true
+            prepare("BEGIN").run()
+            return restore(effect).pipe(
+              Effect.locallyWith(
+                FiberRef.currentContext,
+                Context.add(SqlClient.TransactionConnection, [connection, 0])
+              ),
+              Effect.exit,
+              Effect.flatMap((exit) => {
+                try {
+                  prepare(Exit.isSuccess(exit) ? "COMMIT" : "ROLLBACK").run()
+                } catch (cause) {
+                  if (db.inTransaction) prepare("ROLLBACK").run()
+                  return Effect.die(new SqlError({ cause, message: "Failed to commit" }))
+                }
+                return counted(exit)
+              }),
+              Effect.ensuring(Effect.suspend(() => (open = false, semaphore.release(1))))
+            )
+          })
+        )
+      )
+
     const prepared: PreparedShape = {
+      transaction,
       all: <A>(sql: string, ...params: ReadonlyArray<Param>) => direct(() => prepare(sql).all(...params) as Array<A>),
       first: (sql, ...params) => direct(() => Option.fromNullable(prepare(sql).get(...params) as any)),
       run: (sql, ...params) => direct(() => prepare(sql).run(...params).changes),
