@@ -10,6 +10,7 @@ import type { AcceptedChange } from "../api/MachinesApi.js"
 import { uuidv7 } from "../domain/Ids.js"
 import { type EnvironmentRow, EnvironmentsRepo } from "../persistence/EnvironmentsRepo.js"
 import { GroupCommit } from "../persistence/GroupCommit.js"
+import { IdempotencyKeysRepo } from "../persistence/IdempotencyKeysRepo.js"
 import { type Variables, variablesOf } from "./EnvironmentVariables.js"
 import { Machines, type Requester } from "./Machines.js"
 import { SecretBox } from "./SecretBox.js"
@@ -21,6 +22,7 @@ const make = Effect.gen(function*() {
   const box = yield* SecretBox
   const commit = yield* GroupCommit
   const machines = yield* Machines
+  const keys = yield* IdempotencyKeysRepo
 
   const find = (organizationId: string, id: string) =>
     Effect.flatMap(
@@ -100,9 +102,15 @@ const make = Effect.gen(function*() {
         const row = yield* find(requester.organizationId, id)
         const operations: Array<AcceptedChange> = []
         for (const machine of yield* repo.machinesUsing(id)) {
-          if ((machine.environment_version ?? 0) >= row.version) continue
+          const idempotencyKey = `env:${id}:v${row.version}:${machine.id}`
+          // A machine already on this version is left alone, unless this upgrade is what brought it
+          // there: then a repeat replays its operation, however fast that ran.
+          if (
+            (machine.environment_version ?? 0) >= row.version &&
+            Option.isNone(yield* keys.find(requester.organizationId, idempotencyKey))
+          ) continue
           const accepted = yield* machines.change(
-            { ...requester, idempotencyKey: `env:${id}:v${row.version}:${machine.id}` },
+            { ...requester, idempotencyKey },
             machine.id,
             "apply_environment",
             { environment_id: id, version: row.version }
