@@ -25,14 +25,19 @@ const main = async () => {
   const served = await serve({ SVC_RUNTIME: "sandbox" })
   const client = httpClient(served, 4)
   try {
+    // The client waits on the operation's event stream (no polling load on the server).
+    const events = new Pool(served.url, { connections: 2 })
     const boots: Array<number> = []
     let machineId = ""
     for (let i = 0; i < 20; i++) {
       const t0 = performance.now()
       const created = await createMachine(client, `boot${i}`)
-      await settled(client, created.operation_id, 0)
+      await awaitEnd(served, events, created.operation_id)
       boots.push(performance.now() - t0)
       machineId = created.machine_id
+    }
+    if ((await settled(client, (await createMachine(client, "check")).operation_id)).status !== "succeeded") {
+      throw new Error("a create did not succeed")
     }
     const run = JSON.parse(
       NodeFs.readFileSync(NodePath.join(served.dataDir, "machines", machineId, "run.json"), "utf8")
@@ -49,8 +54,6 @@ const main = async () => {
       }
       return summary(samples)
     }
-    // The client waits on the operation's event stream (no polling load on the server).
-    const events = new Pool(served.url, { connections: 2 })
     // The server's CPU time over the whole measure (warm-up included), per exec.
     const cpuBefore = cpuMillis(served.child.pid!)
     const viaApi = await measure(async () => {
