@@ -1,11 +1,13 @@
 /**
  * One in-process bus for machine and operation lifecycle events. The actors publish; live SSE
  * streams, and later webhooks, email alerts and metering, subscribe without touching the actors.
- * Publishing never blocks an actor: a slow subscriber loses the oldest events of its own buffer
- * (and SSE readers fall back to the persisted history, so they miss nothing).
+ * Publishing never blocks an actor: a slow subscriber loses the oldest events of its own buffer.
+ * SSE readers of one operation do not subscribe: they watch that operation's wake-ups only
+ * (src/events/Wakeups.ts) and read the persisted history, so they miss nothing.
  */
 import { Context, Effect, Layer, PubSub, type Queue, type Scope } from "effect"
 import type { OperationKind } from "../domain/MachineStates.js"
+import { makeWakeups, type Watch } from "./Wakeups.js"
 
 export type DomainEvent =
   | {
@@ -41,14 +43,28 @@ export type DomainEvent =
 export interface DomainEventsShape {
   readonly publish: (event: DomainEvent) => Effect.Effect<void>
   readonly subscribe: Effect.Effect<Queue.Dequeue<DomainEvent>, never, Scope.Scope>
+  /** Wakes at each `OperationEvent` of one operation (for the scope's lifetime). */
+  readonly watchOperation: (operationId: string) => Effect.Effect<Watch, never, Scope.Scope>
+  /** How many watch the operation (for tests: a closed stream leaves nothing behind). */
+  readonly watchingOperation: (operationId: string) => number
 }
 
 export class DomainEvents extends Context.Tag("svc/events/DomainEvents")<DomainEvents, DomainEventsShape>() {
   static readonly layer = Layer.effect(
     DomainEvents,
-    Effect.map(PubSub.sliding<DomainEvent>(4096), (pubsub) => ({
-      publish: (event) => Effect.asVoid(PubSub.publish(pubsub, event)),
-      subscribe: PubSub.subscribe(pubsub)
-    }))
+    Effect.map(PubSub.sliding<DomainEvent>(4096), (pubsub) => {
+      const operationWakeups = makeWakeups<string>()
+      return {
+        publish: (event) => {
+          const published = Effect.asVoid(PubSub.publish(pubsub, event))
+          return event._tag === "OperationEvent"
+            ? Effect.zipRight(operationWakeups.wake(event.operationId), published)
+            : published
+        },
+        subscribe: PubSub.subscribe(pubsub),
+        watchOperation: operationWakeups.watch,
+        watchingOperation: operationWakeups.watching
+      }
+    })
   )
 }

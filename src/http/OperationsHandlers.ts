@@ -1,19 +1,19 @@
-import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
-import { Effect, Option, Stream } from "effect"
+import { HttpApiBuilder } from "@effect/platform"
+import { Effect, Option } from "effect"
 import { Api } from "../api/Api.js"
 import { ResourceNotFound } from "../api/Errors.js"
 import { DomainEvents } from "../events/DomainEvents.js"
 import { MachinesRepo } from "../persistence/MachinesRepo.js"
-import { type EventRow, type OperationRow, OperationsRepo } from "../persistence/OperationsRepo.js"
+import { type EventRow, type OperationRow, OperationsRepo, terminalStatuses } from "../persistence/OperationsRepo.js"
 import { HostCapacity } from "../runtime/HostCapacity.js"
 import { MachineSupervisor } from "../runtime/MachineSupervisor.js"
 import { currentOrganization } from "./CallerContext.js"
+import { eventStreamResponse } from "./EventStreams.js"
 import { operationDto } from "./MachineDtos.js"
 
 const notFound = new ResourceNotFound({ detail: "Operation not found" })
 
-const sseFrame = (event: EventRow) =>
-  new TextEncoder().encode(`id: ${event.id}\nevent: ${event.name}\ndata: ${event.data}\n\n`)
+const sseFrame = (event: EventRow) => `id: ${event.id}\nevent: ${event.name}\ndata: ${event.data}\n\n`
 
 export const OperationsHandlers = HttpApiBuilder.group(Api, "operations", (handlers) =>
   Effect.gen(function*() {
@@ -31,29 +31,26 @@ export const OperationsHandlers = HttpApiBuilder.group(Api, "operations", (handl
       })
 
     /**
-     * Persisted history after `after`, then live. Live bus events only wake the reader, which reads
-     * the persisted rows again, so a reader that falls behind the bus misses nothing.
+     * Persisted history after `after`, then live (src/http/EventStreams.ts). A wake-up of this
+     * operation only makes the reader read the persisted rows again, so it misses nothing.
+     * `end` is committed with the terminal status: when the row read first was terminal, the
+     * first read holds all that is left (nothing, for a reader that resumes after `end`).
      */
-    const eventStream = (operation: OperationRow, after: number) =>
-      Stream.unwrapScoped(Effect.gen(function*() {
-        const live = yield* bus.subscribe
-        let last = after
+    const events = (operation: OperationRow, after: number) => {
+      const settled = terminalStatuses.includes(operation.status)
+      let last = after
+      const read = Effect.map(Effect.suspend(() => operations.eventsAfter(operation.id, last)), (rows) => {
+        let frames = ""
         let ended = false
-        const readMore = Effect.map(Effect.suspend(() => operations.eventsAfter(operation.id, last)), (rows) => {
-          if (rows.length > 0) last = rows[rows.length - 1]!.id
-          if (rows.some((row) => row.name === "end")) ended = true
-          return rows
-        })
-        const wakeUps = Stream.fromQueue(live).pipe(
-          Stream.filter((event) => event._tag === "OperationEvent" && event.operationId === operation.id)
-        )
-        return Stream.fromEffect(readMore).pipe(
-          Stream.concat(Stream.mapEffect(wakeUps, () => readMore)),
-          Stream.takeUntil(() => ended),
-          Stream.flatMap((rows) => Stream.fromIterable(rows)),
-          Stream.map(sseFrame)
-        )
-      }))
+        for (const row of rows) {
+          frames += sseFrame(row)
+          if (row.name === "end") ended = true
+        }
+        if (rows.length > 0) last = rows[rows.length - 1]!.id
+        return { frames, then: ended || settled ? "end" as const : "wait" as const }
+      })
+      return eventStreamResponse(read, bus.watchOperation(operation.id))
+    }
 
     return handlers
       .handle("get", ({ path }) => Effect.map(findOperation(path.id), toDto))
@@ -82,9 +79,6 @@ export const OperationsHandlers = HttpApiBuilder.group(Api, "operations", (handl
           return toDto(Option.getOrElse(now, () => operation))
         }))
       .handle("events", ({ headers, path }) =>
-        Effect.map(findOperation(path.id), (operation) =>
-          HttpServerResponse.stream(eventStream(operation, headers["last-event-id"] ?? 0), {
-            contentType: "text/event-stream",
-            headers: { "cache-control": "no-cache", "x-accel-buffering": "no" }
-          })))
+        Effect.flatMap(findOperation(path.id), (operation) =>
+          events(operation, headers["last-event-id"] ?? 0)))
   }))

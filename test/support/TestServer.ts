@@ -13,6 +13,7 @@ import { ServicesLive, servicesWith } from "../../src/App.js"
 import { AppConfig, type AppConfigShape, defaultHostCapacity, defaultLimits } from "../../src/config/AppConfig.js"
 import * as Drivers from "../../src/drivers/Drivers.js"
 import { MachineDriver, type MachineDriverShape } from "../../src/drivers/MachineDriver.js"
+import { DomainEvents } from "../../src/events/DomainEvents.js"
 import { nodeServerOn, RoutesLive } from "../../src/http/Server.js"
 import { readOutbox } from "../../src/mail/Outbox.js"
 import { Accounts } from "../../src/services/Accounts.js"
@@ -57,7 +58,7 @@ export const testConfig = (dataDir: string, port: number, overrides: Partial<App
 export interface TestServer {
   readonly url: string
   readonly config: AppConfigShape
-  readonly context: Context.Context<Accounts | PortTokens>
+  readonly context: Context.Context<Accounts | PortTokens | DomainEvents>
   /** The messages in the outbox, oldest first. */
   readonly outbox: Effect.Effect<ReadonlyArray<{ readonly to: string; readonly text: string }>>
   /** A user, an organization they own and a full_access key, as `svc admin bootstrap` makes them. */
@@ -106,7 +107,10 @@ export const startServer = (overrides: Partial<AppConfigShape> = {}, wrapDriver?
     const result: TestServer = {
       url: `http://127.0.0.1:${address.port}`,
       config,
-      context: Context.make(Accounts, accounts).pipe(Context.add(PortTokens, Context.get(context, PortTokens))),
+      context: Context.make(Accounts, accounts).pipe(
+        Context.add(PortTokens, Context.get(context, PortTokens)),
+        Context.add(DomainEvents, Context.get(context, DomainEvents))
+      ),
       outbox: config.mail.kind === "outbox" ? readOutbox(config.mail.dir) : Effect.succeed([]),
       bootstrap: (email) => accounts.bootstrap(email)
     }
