@@ -6,7 +6,7 @@
  * server shutdown ends every agent process. Events are persisted; readers are woken through an
  * in-process PubSub and always read from the database, so none is missed.
  */
-import { Clock, Context, Deferred, Duration, Effect, Layer, Option, PubSub, Queue } from "effect"
+import { Clock, Context, Deferred, Duration, Effect, Layer, Option, Queue } from "effect"
 import type { AgentProviderShape, EventBody } from "../agents/AgentProvider.js"
 import { catalogue, priced, publicModel } from "../agents/Catalogue.js"
 import { allProviders, providers } from "../agents/Providers.js"
@@ -31,6 +31,7 @@ import { GuestActionFailed, requireRunning, RuntimeUnavailable } from "../api/Ma
 import { agentsDirOf, AppConfig } from "../config/AppConfig.js"
 import { uuidv7 } from "../domain/Ids.js"
 import { MachineDriver } from "../drivers/MachineDriver.js"
+import { makeWakeups } from "../events/Wakeups.js"
 import { AgentConversationsRepo, type ConversationRow, type TurnRow } from "../persistence/AgentConversationsRepo.js"
 import { type AgentEventRow, AgentEventsRepo } from "../persistence/AgentEventsRepo.js"
 import { GroupCommit } from "../persistence/GroupCommit.js"
@@ -62,7 +63,8 @@ const make = Effect.gen(function*() {
   const events = yield* AgentEventsRepo
   const driver = yield* MachineDriver
   const scope = yield* Effect.scope
-  const wakeups = yield* PubSub.sliding<string>(4096)
+  /** Readers of a conversation's events are woken by its news only (src/events/Wakeups.ts). */
+  const wakeups = makeWakeups<string>()
   const handles = new Map<string, TurnHandle>()
   const agentsDir = agentsDirOf(config)
 
@@ -98,7 +100,7 @@ const make = Effect.gen(function*() {
         turn_id: turnId,
         created_at: iso(now)
       }, now))
-  const wake = (conversationId: string) => PubSub.publish(wakeups, conversationId)
+  const wake = wakeups.wake
   const emit = (conversationId: string, turnId: string | null, body: EventBody) =>
     Effect.zipRight(commit.transaction(append(conversationId, turnId, body)), wake(conversationId))
 
@@ -525,11 +527,11 @@ const make = Effect.gen(function*() {
         let found = yield* read
         if (found.length === 0 && waitSeconds > 0) {
           found = yield* Effect.scoped(Effect.gen(function*() {
-            const live = yield* PubSub.subscribe(wakeups)
+            const watch = yield* wakeups.watch(conversation.id)
+            yield* watch.next
             const now = yield* read
             if (now.length > 0) return now
-            const woken = Effect.repeat(Queue.take(live), { until: (id) => id === conversation.id })
-            yield* Effect.timeout(woken, Duration.seconds(waitSeconds)).pipe(Effect.option)
+            yield* Effect.timeout(watch.next, Duration.seconds(waitSeconds)).pipe(Effect.option)
             return yield* read
           }))
         }
@@ -556,8 +558,8 @@ const make = Effect.gen(function*() {
         return { events: rows.map(eventOf), active: Option.isSome(open) }
       }),
 
-    /** Wakes for every event of any conversation (readers filter and read the database again). */
-    subscribe: PubSub.subscribe(wakeups),
+    /** Wakes at each event of the conversation (readers read the database again). */
+    watch: wakeups.watch,
 
     conversations: (organizationId: string, machineId: string, limit: number, after: string | null) =>
       Effect.gen(function*() {
