@@ -53,6 +53,11 @@ export interface PreparedShape {
    * copies of the fiber's whole context), a tenth of an exec's runtime steps.
    */
   readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+  /**
+   * Runs a statement now, synchronously, with no lock: only for the fiber that holds the transaction
+   * it belongs to (the group commit's savepoints around each job).
+   */
+  readonly runNow: (sql: string) => void
 }
 
 /** Prepared statements run directly on the SqlClient's connection (see the module comment). */
@@ -278,6 +283,7 @@ const make = (filename: string, options: Options) =>
 
     const prepared: PreparedShape = {
       transaction,
+      runNow: (sql) => void prepare(sql).run(),
       all: <A>(sql: string, ...params: ReadonlyArray<Param>) => direct(() => prepare(sql).all(...params) as Array<A>),
       first: (sql, ...params) => direct(() => Option.fromNullable(prepare(sql).get(...params) as any)),
       run: (sql, ...params) => direct(() => prepare(sql).run(...params).changes),

@@ -241,12 +241,15 @@ export const spawnLauncher = (argv: ReadonlyArray<string>, logFile: string): Lau
         Queue.take(events),
         (event) => event._tag === "output" ? reaped : Effect.void
       )
-      const feed = request.input === undefined ? Effect.void : Effect.forever(
-        Effect.flatMap(Queue.take(request.input), (chunk) => Effect.sync(() => send(frame("I", id, chunk))))
-      ).pipe(Effect.ensuring(Effect.sync(() => send(frame("C", id, "")))))
-      const feeder = yield* Effect.forkDaemon(feed)
+      // A live stdin is fed by a fiber of its own (none is forked for the usual exec without one).
+      const input = request.input
+      const feeder = input === undefined ? undefined : yield* Effect.forkDaemon(
+        Effect.forever(
+          Effect.flatMap(Queue.take(input), (chunk) => Effect.sync(() => send(frame("I", id, chunk))))
+        ).pipe(Effect.ensuring(Effect.sync(() => send(frame("C", id, "")))))
+      )
       return yield* untilExit.pipe(
-        Effect.ensuring(Fiber.interrupt(feeder)),
+        Effect.ensuring(feeder === undefined ? Effect.void : Fiber.interrupt(feeder)),
         Effect.onInterrupt(() =>
           exited ? Effect.void : Effect.zipRight(
             Effect.sync(() => send(frame("K", id, "9"))),
