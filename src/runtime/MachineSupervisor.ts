@@ -303,7 +303,9 @@ const make = Effect.gen(function*() {
         yield* Effect.logWarning("operation uncertain; will re-apply").pipe(
           Effect.annotateLogs({ operation_id: initial.id, reason: outcome.reason, attempt: attempts })
         )
-        yield* persist((published) =>
+        // Written ahead of the disk like the claim: a restart finds the operation `running` and
+        // marks it `uncertain` itself. The retry's wait starts at once, not after a flush.
+        yield* persistAhead((published) =>
           Effect.zipRight(
             operations.update(initial.id, { status: "uncertain" }),
             recordStatus(published, initial, "uncertain", attempts, null)
