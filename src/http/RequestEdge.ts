@@ -2,9 +2,16 @@
  * The edge of every request: a correlation id on every response (taken from a well-formed incoming
  * `x-correlation-id` or made new), the body size limit, and the one problem-details mapping.
  */
-import { HttpApiBuilder, HttpApp, HttpIncomingMessage, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import {
+  FileSystem,
+  HttpApiBuilder,
+  HttpApp,
+  HttpIncomingMessage,
+  HttpServerRequest,
+  HttpServerResponse
+} from "@effect/platform"
 import { NodeHttpServerRequest } from "@effect/platform-node"
-import { Effect, FiberRef, Option } from "effect"
+import { Effect, FiberRef, HashMap, Layer, Option } from "effect"
 import { AppConfig } from "../config/AppConfig.js"
 import type { DurabilityShape } from "../persistence/Durability.js"
 import { bodyTooLarge, fromCause } from "./Problems.js"
@@ -30,32 +37,44 @@ const discardInsteadOfReset = (request: HttpServerRequest.HttpServerRequest) => 
 export const CurrentCorrelationId = FiberRef.unsafeMake("")
 
 /**
+ * The fiber that serves one request: it is forked for that request and ends with it, so what the
+ * edge puts in its FiberRefs is set for the rest of the request, not scoped with `Effect.locally`
+ * or `Effect.annotateLogs` (each an acquire/release of the old value that nothing would read again).
+ */
+const tagFiber = (correlationId: string) =>
+  FiberRef.set(CurrentCorrelationId, correlationId).pipe(
+    Effect.zipRight(
+      FiberRef.update(FiberRef.currentLogAnnotations, HashMap.set<string, unknown>("correlation_id", correlationId))
+    ),
+    // The server writes the app's response itself before this wrapper sees it, so the header is
+    // added through a pre-response handler rather than to the returned value.
+    Effect.zipRight(HttpApp.appendPreResponseHandler((_request, response) =>
+      Effect.succeed(HttpServerResponse.setHeader(response, CORRELATION_HEADER, correlationId))
+    ))
+  )
+
+/**
  * Wraps the whole server: assigns the correlation id, refuses bodies over the limit up front, and
  * holds every answer until the commits its request made are on disk (Durability: the database flushes
  * its log off the event loop).
- * The server writes the app's response itself before this wrapper sees it, so the header is added
- * through a pre-response handler rather than to the returned value.
+ * The limit for bodies read in streaming is the server's MaxBodySize (`maxBodySizeLayer`), provided
+ * once rather than per request.
  */
 export const edge = (maxBodyBytes: number, durability: DurabilityShape) => (app: HttpApp.Default): HttpApp.Default =>
-  Effect.gen(function*() {
-    const request = yield* HttpServerRequest.HttpServerRequest
+  Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
     const incoming = request.headers[CORRELATION_HEADER]
     const correlationId = incoming !== undefined && wellFormed.test(incoming) ? incoming : crypto.randomUUID()
     const declared = Number(request.headers["content-length"] ?? "0")
     if (declared > maxBodyBytes) {
-      return HttpServerResponse.setHeader(bodyTooLarge(maxBodyBytes), CORRELATION_HEADER, correlationId)
+      return Effect.succeed(HttpServerResponse.setHeader(bodyTooLarge(maxBodyBytes), CORRELATION_HEADER, correlationId))
     }
     if (request.headers["content-length"] === undefined) discardInsteadOfReset(request)
-    yield* HttpApp.appendPreResponseHandler((_request, response) =>
-      Effect.succeed(HttpServerResponse.setHeader(response, CORRELATION_HEADER, correlationId))
-    )
-    return yield* app.pipe(
-      Effect.zipLeft(durability.syncOwn),
-      HttpIncomingMessage.withMaxBodySize(Option.some(maxBodyBytes)),
-      Effect.locally(CurrentCorrelationId, correlationId),
-      Effect.annotateLogs("correlation_id", correlationId)
-    )
+    return Effect.zipRight(tagFiber(correlationId), Effect.zipLeft(app, durability.syncOwn))
   })
+
+/** The body size limit of every request, in the server's context (read when a body is read). */
+export const maxBodySizeLayer = (maxBodyBytes: number) =>
+  Layer.succeed(HttpIncomingMessage.MaxBodySize, Option.some(FileSystem.Size(maxBodyBytes)))
 
 /** Turns every failure of the API's routes, typed or not, into a problem-details response. */
 export const ProblemsLive = HttpApiBuilder.middleware(

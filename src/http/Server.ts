@@ -2,7 +2,7 @@
  * The HTTP server: the API with its handlers and middleware, the OpenAPI document at
  * `/v1/openapi.json` and a docs page rendering it at `/docs`, on a Node HTTP server.
  */
-import { HttpApiBuilder, HttpApiScalar, HttpServer } from "@effect/platform"
+import { HttpApiBuilder, HttpApiScalar, HttpMiddleware, HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Effect, Layer } from "effect"
 import { createServer } from "node:http"
@@ -19,7 +19,7 @@ import { MachinesHandlers } from "./MachinesHandlers.js"
 import { MembersHandlers } from "./MembersHandlers.js"
 import { OperationsHandlers } from "./OperationsHandlers.js"
 import { makePortProxy, withPortProxy } from "./PortProxy.js"
-import { edge, ProblemsLive } from "./RequestEdge.js"
+import { edge, maxBodySizeLayer, ProblemsLive } from "./RequestEdge.js"
 import { SnapshotsHandlers } from "./SnapshotsHandlers.js"
 
 export const ApiLive = HttpApiBuilder.api(Api).pipe(
@@ -46,7 +46,11 @@ export const RoutesLive = Layer.unwrapEffect(
         Layer.provide(HttpApiScalar.layer({ path: "/docs" })),
         Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/v1/openapi.json" })),
         Layer.provide(ProblemsLive),
-        Layer.provide(ApiLive)
+        Layer.provide(ApiLive),
+        Layer.provide(maxBodySizeLayer(config.maxBodyBytes)),
+        // Nothing exports spans, and the tracer middleware made one per request (URL parsing,
+        // headers redacted and copied into attributes, a context with the span as parent).
+        HttpMiddleware.withTracerDisabledWhen(() => true)
       )
   )
 )
