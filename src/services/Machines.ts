@@ -90,7 +90,7 @@ const make = Effect.gen(function*() {
 
   /** The original answer for a repeated key, a conflict for a different request, or none. */
   const replay = (requester: Requester, fingerprint: string) =>
-    Effect.gen(function*() {
+    requester.idempotencyKey === undefined ? Effect.succeedNone : Effect.gen(function*() {
       const found = yield* idempotency.previous(requester, fingerprint)
       const operationId = Option.flatMapNullable(found, (key) => key.operation_id)
       if (Option.isNone(operationId)) return Option.none<AcceptedChange>()
@@ -226,7 +226,10 @@ const make = Effect.gen(function*() {
       request: Record<string, unknown>,
       within?: Within<E>
     ) => {
-      const fingerprint = sha256(`${kind} ${machineId} ${canonicalJson(request)}`)
+      // Only a key is ever compared with it (`replay`, `record`): without one, nothing to hash.
+      const fingerprint = requester.idempotencyKey === undefined
+        ? ""
+        : sha256(`${kind} ${machineId} ${canonicalJson(request)}`)
       return afterCommit(
         Effect.gen(function*() {
           const again = yield* replay(requester, fingerprint)
