@@ -9,14 +9,13 @@ export const currentOrganization = Effect.map(Caller, (caller) => Option.getOrTh
 
 export const currentCredential = Effect.map(Caller, (caller) => Option.getOrThrow(caller.credential))
 
-/** Who asks for a change, in which organization, under which `Idempotency-Key` ([IDEM] routes). */
+/**
+ * Who asks for a change, in which organization, under which `Idempotency-Key` ([IDEM] routes).
+ * One read of the Caller: every accept runs this.
+ */
 export const requester = (headers: { readonly "idempotency-key"?: string | undefined }) =>
-  Effect.gen(function*() {
-    const organization = yield* currentOrganization
-    const user = yield* currentUser
-    return {
-      organizationId: organization.id,
-      userId: user.id,
-      idempotencyKey: idempotencyKeyOf(headers["idempotency-key"])
-    } satisfies Requester
-  })
+  Effect.map(Caller, (caller): Requester => ({
+    organizationId: Option.getOrThrow(caller.organization).id,
+    userId: Option.getOrThrow(caller.user).id,
+    idempotencyKey: idempotencyKeyOf(headers["idempotency-key"])
+  }))
