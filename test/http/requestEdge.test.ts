@@ -1,12 +1,16 @@
 /**
  * The request edge holds an answer until the commits its request made are on disk: a handler's
  * commit is numbered in its fiber (LastCommit), and the edge waits for the flush that covers it.
+ * It gives every request a correlation id: on its answer, in its fiber, on its log lines.
  */
-import { HttpApp, HttpServerResponse } from "@effect/platform"
+import { HttpApp, HttpRouter, HttpServer, HttpServerResponse } from "@effect/platform"
+import { NodeHttpServer } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, FiberRef } from "effect"
-import { edge } from "../../src/http/RequestEdge.js"
+import { Context, Effect, FiberRef, HashMap, Layer, Logger, Option } from "effect"
+import { createServer } from "node:http"
+import { CORRELATION_HEADER, CurrentCorrelationId, edge } from "../../src/http/RequestEdge.js"
 import * as Durability from "../../src/persistence/Durability.js"
+import { request } from "../support/Http.js"
 
 describe("request edge", () => {
   it.live("an answer leaves once its request's commits are flushed; one that committed nothing at once", () =>
@@ -31,5 +35,61 @@ describe("request edge", () => {
       assert.strictEqual(yield* Effect.promise(() => request(reads).then((response) => response.text())), "read")
       flushes.shift()!(null)
       assert.strictEqual(yield* Effect.promise(() => written), "written")
+    }))
+})
+
+/** A route that logs a line and answers what its fiber holds as the correlation id. */
+const app = HttpRouter.empty.pipe(
+  HttpRouter.get(
+    "/echo",
+    Effect.gen(function*() {
+      yield* Effect.logInfo("echo")
+      return yield* HttpServerResponse.json({ correlation_id: yield* FiberRef.get(CurrentCorrelationId) })
+    })
+  )
+)
+
+/** This app commits nothing, so no answer waits for a flush. */
+const nothingToFlush: Durability.DurabilityShape = {
+  syncThrough: () => Effect.void,
+  syncOwn: Effect.void,
+  committed: () => 0
+}
+
+/** The app behind `edge` on a loopback port; `logged` gathers the correlation id of every log line. */
+const serveEdge = Effect.gen(function*() {
+  const logged: Array<Option.Option<unknown>> = []
+  const logger = Logger.make(({ annotations }) => void logged.push(HashMap.get(annotations, "correlation_id")))
+  const context = yield* Layer.build(
+    HttpServer.serve(Effect.orDie(app), edge(1024, nothingToFlush)).pipe(
+      Layer.provideMerge(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" })),
+      Layer.provide(Logger.replace(Logger.defaultLogger, logger))
+    )
+  )
+  const address = Context.get(context, HttpServer.HttpServer).address as HttpServer.TcpAddress
+  return { url: `http://127.0.0.1:${address.port}`, logged }
+})
+
+describe("request edge: correlation ids", () => {
+  it.scopedLive("a request's correlation id is its answer's header, its fiber's and its log lines'", () =>
+    Effect.gen(function*() {
+      const server = yield* serveEdge
+      const given = yield* request(server.url, "GET", "/echo", { headers: { [CORRELATION_HEADER]: "abc-123" } })
+      assert.strictEqual(given.headers.get(CORRELATION_HEADER), "abc-123")
+      assert.strictEqual(given.body.correlation_id, "abc-123")
+      const made = yield* request(server.url, "GET", "/echo")
+      const id = made.headers.get(CORRELATION_HEADER)!
+      assert.match(id, /^[0-9a-f-]{36}$/)
+      assert.strictEqual(made.body.correlation_id, id)
+      assert.deepStrictEqual(server.logged, [Option.some("abc-123"), Option.some(id)])
+    }))
+
+  it.scopedLive("a request's correlation id does not outlive it: the next request on the connection has its own", () =>
+    Effect.gen(function*() {
+      const server = yield* serveEdge
+      const first = yield* request(server.url, "GET", "/echo")
+      const second = yield* request(server.url, "GET", "/echo")
+      assert.notStrictEqual(first.body.correlation_id, second.body.correlation_id)
+      assert.strictEqual(second.headers.get(CORRELATION_HEADER), second.body.correlation_id)
     }))
 })
