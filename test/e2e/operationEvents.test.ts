@@ -53,6 +53,31 @@ describe("operation events", () => {
       yield* eventually(Effect.sync(() => accepted.every((id) => bus.watchingOperation(id) === 0) || undefined))
     }))
 
+  it.scopedLive("a reader that goes away stops watching its operation", () =>
+    Effect.gen(function*() {
+      const { api, server } = yield* setup
+      const owner = yield* server.bootstrap("owner@example.com")
+      const machine = yield* runningMachine(api, "away")
+      const accepted = yield* api("POST", `/v1/machines/${machine}/exec`, {
+        json: { shell: "echo started; sleep 600" }
+      })
+      const id = accepted.body.operation_id as string
+      const bus = Context.get(server.context, DomainEvents)
+      const controller = new AbortController()
+      const first = yield* Effect.promise(async () => {
+        const response = await fetch(`${server.url}/v1/operations/${id}/events`, {
+          headers: { authorization: `Bearer ${owner.api_key}` },
+          signal: controller.signal
+        })
+        return Buffer.from((await response.body!.getReader().read()).value!).toString("utf8")
+      })
+      assert.include(first, "event: status")
+      assert.strictEqual(bus.watchingOperation(id), 1)
+      controller.abort()
+      yield* eventually(Effect.sync(() => bus.watchingOperation(id) === 0 || undefined))
+      yield* api("POST", `/v1/operations/${id}/cancel`)
+    }))
+
   it.scopedLive("a reader of an ended operation gets its history and end in one body; after end, nothing", () =>
     Effect.gen(function*() {
       const { api, events } = yield* setup
