@@ -22,6 +22,8 @@ interface Job {
   readonly done: Deferred.Deferred<unknown, unknown>
   /** Answered as soon as it ran, before the commit is durable (see `applied`). */
   readonly early: boolean
+  /** Run by the committer once the job is committed, before its flush (see `transaction`). */
+  readonly committed: ((value: unknown) => Effect.Effect<void>) | undefined
   /** The number of the commit that holds it, once committed (Durability). */
   seq: number
 }
@@ -30,8 +32,17 @@ interface Job {
 const maxBatch = 1024
 
 export interface GroupCommitShape {
-  /** Runs `job` in a transaction that is committed, with others, before this answers. */
-  readonly transaction: <A, E>(job: Effect.Effect<A, E, SqlClient.SqlClient>) => Effect.Effect<A, E>
+  /**
+   * Runs `job` in a transaction that is committed, with others, and on disk before this answers.
+   * `committed`, if given, runs once the job succeeded and is committed, while its flush runs: for
+   * work that may start as soon as others can read the job's rows (waking the actor that carries an
+   * accepted operation out; it answers nobody). It runs in the committer's fiber, not the caller's,
+   * and a failure of it is logged, not answered.
+   */
+  readonly transaction: <A, E>(
+    job: Effect.Effect<A, E, SqlClient.SqlClient>,
+    committed?: (value: A) => Effect.Effect<void>
+  ) => Effect.Effect<A, E>
   /**
    * Runs `job` in the next commit like `transaction`, but answers as soon as the job ran: its
    * writes become durable a moment later, with the commit, or not at all if svc dies first. For work
@@ -75,6 +86,15 @@ export class GroupCommit extends Context.Tag("svc/persistence/GroupCommit")<Grou
           const outer = yield* Effect.exit(prepared.transaction(runJobs(jobs)))
           // The commit's number, recorded by the connection in this fiber: what its jobs wait to be flushed.
           const seq = yield* FiberRef.get(LastCommit)
+          if (Exit.isSuccess(outer)) {
+            for (const [index, job] of jobs.entries()) {
+              const exit = outer.value[index]!
+              if (job.committed === undefined || Exit.isFailure(exit)) continue
+              yield* job.committed(exit.value).pipe(
+                Effect.catchAllCause((cause) => Effect.logError("after a commit", cause))
+              )
+            }
+          }
           jobs.forEach((job, index) => {
             job.seq = seq
             if (job.early) return
@@ -97,9 +117,19 @@ export class GroupCommit extends Context.Tag("svc/persistence/GroupCommit")<Grou
         Effect.forkScoped
       )
 
-      const enqueue = (early: boolean) => <A, E>(job: Effect.Effect<A, E, SqlClient.SqlClient>) =>
+      const enqueue = (early: boolean) =>
+      <A, E>(
+        job: Effect.Effect<A, E, SqlClient.SqlClient>,
+        committed?: (value: A) => Effect.Effect<void>
+      ): Effect.Effect<A, E> =>
         Effect.suspend(() => {
-          const queued: Job = { run: job, done: Deferred.unsafeMake(FiberId.none), early, seq: 0 }
+          const queued: Job = {
+            run: job,
+            done: Deferred.unsafeMake(FiberId.none),
+            early,
+            committed: committed as Job["committed"],
+            seq: 0
+          }
           Queue.unsafeOffer(queue, queued)
           const answered = Deferred.await(queued.done) as Effect.Effect<A, E>
           // Committed; answered once the flush that holds its commit has ended.

@@ -134,25 +134,28 @@ const make = Effect.gen(function*() {
       )
     })
 
-  /** Commits the accept, then wakes the machine's actor and tells the bus (only for a new operation). */
+  /**
+   * Commits the accept. A new operation's actor is woken as soon as the commit is written, while the
+   * flush that the 202 waits for runs: the operation may start a moment before its acceptance is on
+   * disk, never before it is readable, and nobody is told of it before. The bus hears of a new
+   * machine once the accept is on disk.
+   */
   const afterCommit = <E>(
     effect: Effect.Effect<{ answer: AcceptedChange; fresh: boolean }, E, SqlClient.SqlClient>,
     organizationId: string
   ) =>
-    Effect.tap(commit.transaction(effect), ({ answer, fresh }) =>
-      fresh
-        ? Effect.zipRight(
-          supervisor.wake(answer.machine_id),
-          makesMachine(answer.requested_action as OperationKind)
-            ? bus.publish({
-              _tag: "MachineEvent",
-              type: "machine.created",
-              machineId: answer.machine_id,
-              organizationId
-            })
-            : Effect.void
-        )
-        : Effect.void).pipe(Effect.map(({ answer }) => answer))
+    Effect.tap(
+      commit.transaction(effect, ({ answer, fresh }) => fresh ? supervisor.wake(answer.machine_id) : Effect.void),
+      ({ answer, fresh }) =>
+        fresh && makesMachine(answer.requested_action as OperationKind)
+          ? bus.publish({
+            _tag: "MachineEvent",
+            type: "machine.created",
+            machineId: answer.machine_id,
+            organizationId
+          })
+          : Effect.void
+    ).pipe(Effect.map(({ answer }) => answer))
 
   return {
     create: <E = never>(requester: Requester, body: CreateMachineRequest, origin?: Origin<E>) => {

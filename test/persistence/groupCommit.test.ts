@@ -40,11 +40,17 @@ describe("group commit", () => {
 
       holding = true
       yield* commit.applied(insert("claim"))
-      const settle = yield* Effect.fork(commit.transaction(insert("settle")))
+      // `committed` runs once the job is readable, while its flush is still held.
+      let readableInHook: ReadonlyArray<string> = []
+      const settle = yield* Effect.fork(
+        commit.transaction(insert("settle"), () => Effect.sync(() => (readableInHook = seen())))
+      )
       yield* until(() => seen().includes("settle"))
       // Committed (another connection reads it) but its flush is held: not answered yet.
       assert.deepStrictEqual(seen(), ["claim", "settle"])
       assert.isTrue(Option.isNone(yield* Fiber.poll(settle)), "answered before its flush")
+      yield* until(() => readableInHook.length > 0)
+      assert.deepStrictEqual(readableInHook, ["claim", "settle"])
       // The next batch commits while that flush is still running; it waits for a flush of its own.
       const after = yield* Effect.fork(commit.transaction(insert("after")))
       yield* until(() => seen().includes("after"))
