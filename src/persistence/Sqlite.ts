@@ -111,8 +111,12 @@ const make = (filename: string, options: Options) =>
   Effect.gen(function*() {
     const db = new Sqlite(filename)
     const inMemory = filename === ":memory:" || filename === ""
-    const log = inMemory ? undefined : logFlush(filename)
+    const mode = db.pragma("journal_mode = WAL", { simple: true })
+    // Only a file in WAL mode has a log to flush. A file system where WAL cannot be had (SQLite
+    // answers another mode) keeps SQLite's own flush in every COMMIT instead.
+    const log = inMemory ? undefined : mode === "wal" ? logFlush(filename) : undefined
     const tracker = log === undefined ? undefined : Durability.make(options.wrapFlush?.(log.flush) ?? log.flush)
+    db.pragma(log === undefined ? "synchronous = FULL" : "synchronous = NORMAL")
     yield* Effect.addFinalizer(() =>
       Effect.sync(() => {
         // Another process's connection may keep the log from being checkpointed at close.
@@ -121,8 +125,6 @@ const make = (filename: string, options: Options) =>
         db.close()
       })
     )
-    db.pragma("journal_mode = WAL")
-    if (!inMemory) db.pragma("synchronous = NORMAL")
 
     const statements = new Map<string, Sqlite.Statement>()
     /** Whether a write ran since the last commit was counted. */
@@ -274,10 +276,12 @@ const make = (filename: string, options: Options) =>
                   return Effect.die(new SqlError({ cause, message: "Failed to commit" }))
                 }
                 return counted(exit)
-              }),
-              Effect.ensuring(Effect.suspend(() => (open = false, semaphore.release(1))))
+              })
             )
-          })
+          }).pipe(
+            // Released whatever failed, BEGIN included.
+            Effect.ensuring(Effect.suspend(() => (open = false, semaphore.release(1))))
+          )
         )
       )
 

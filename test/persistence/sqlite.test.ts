@@ -4,7 +4,7 @@
  */
 import { SqlClient } from "@effect/sql"
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber, FiberRef, Option, Stream } from "effect"
+import { Deferred, Effect, Exit, Fiber, FiberRef, Option, Stream } from "effect"
 import * as NodeFs from "node:fs"
 import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
@@ -55,6 +55,21 @@ describe("Sqlite", () => {
         assert.strictEqual(flushes, before + 1, "already on disk: no flush")
       }).pipe(Effect.provide(layer))
     }))
+
+  it.live("a transaction that cannot begin gives its lock back", () =>
+    Effect.gen(function*() {
+      const prepared = yield* Prepared
+      yield* withTable
+      // A transaction opened behind the lock's back: BEGIN fails inside it.
+      yield* prepared.run("BEGIN")
+      const refused = yield* Effect.exit(prepared.transaction(Effect.void))
+      assert.isTrue(Exit.isFailure(refused))
+      yield* prepared.run("ROLLBACK")
+      yield* prepared.transaction(prepared.run("INSERT INTO t (id, v) VALUES (?, ?)", 1, "a")).pipe(
+        Effect.timeoutFail({ duration: "2 seconds", onTimeout: () => "the lock was kept" })
+      )
+      assert.deepStrictEqual(yield* ids, [{ id: 1 }])
+    }).pipe(Effect.provide(Sqlite.layer(":memory:"))))
 
   it.effect("a direct statement waits while another fiber holds a transaction, then sees what it committed", () =>
     Effect.gen(function*() {
