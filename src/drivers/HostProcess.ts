@@ -174,6 +174,13 @@ export const killPid = (pid: number, signal: NodeJS.Signals) => {
   }
 }
 
+/** Sleeps in real time, not on the Clock: the host's processes do not run on a TestClock. */
+export const realSleep = (millis: number): Effect.Effect<void> =>
+  Effect.async<void>((resume) => {
+    const timer = setTimeout(() => resume(Effect.void), millis)
+    return Effect.sync(() => clearTimeout(timer))
+  })
+
 /**
  * Checks `done` every 20 ms of real time until it holds or `ms` passed; answers whether it came true.
  */
@@ -181,11 +188,11 @@ export const waitFor = (done: () => boolean, ms: number): Effect.Effect<boolean>
   Effect.suspend(() => {
     const deadline = Date.now() + ms
     const loop: Effect.Effect<boolean> = Effect.suspend(() =>
-      done() ? Effect.succeed(true) : Date.now() >= deadline ? Effect.succeed(false) : Effect.zipRight(
-        // Real time, not the Clock: the host's processes do not run on a TestClock.
-        Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 20))),
-        loop
-      )
+      done()
+        ? Effect.succeed(true)
+        : Date.now() >= deadline
+        ? Effect.succeed(false)
+        : Effect.zipRight(realSleep(20), loop)
     )
     return loop
   })

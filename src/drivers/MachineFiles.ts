@@ -11,7 +11,7 @@
 import { Effect } from "effect"
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
-import { killPid, procStat } from "./HostProcess.js"
+import { killPid, procStat, realSleep } from "./HostProcess.js"
 import { DriverError, type MachineDriverShape, type Observed } from "./MachineDriver.js"
 
 /** The writable folders of a machine's disk; the sandbox binds each at `/<folder>`. */
@@ -49,7 +49,8 @@ export const ensureDisk = (paths: MachinePaths) => {
 export const freezeWith = (processesOf: (id: string) => ReadonlyArray<number>): MachineDriverShape["freeze"] => (id) =>
   Effect.gen(function*() {
     // A process in uninterruptible sleep (disk I/O) stops only once it leaves it: on a busy host
-    // that can take a while, so the bound is generous (rounds are 2 ms of sleep apart).
+    // that can take a while, so the bound is generous (rounds are 2 ms of real time apart: the
+    // machine does not run on the Clock).
     for (let round = 0; round < 1_000; round++) {
       const running = processesOf(id).filter((pid) => {
         const state = procStat(pid)?.state
@@ -57,7 +58,7 @@ export const freezeWith = (processesOf: (id: string) => ReadonlyArray<number>): 
       })
       if (running.length === 0) return
       for (const pid of running) killPid(pid, "SIGSTOP")
-      yield* Effect.sleep("2 millis")
+      yield* realSleep(2)
     }
     const left = processesOf(id).map((pid) => `${pid} (${procStat(pid)?.state ?? "gone"})`).join(", ")
     return yield* new DriverError({ message: `freeze: the processes of machine ${id} did not all stop: ${left}` })

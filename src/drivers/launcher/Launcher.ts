@@ -15,7 +15,7 @@ import { Data, Effect, Fiber, Queue } from "effect"
 import * as NodeChild from "node:child_process"
 import * as NodeFs from "node:fs"
 import type * as NodeNet from "node:net"
-import { reapMillis } from "../HostProcess.js"
+import { realSleep, reapMillis } from "../HostProcess.js"
 import type { OutputStream } from "../MachineDriver.js"
 
 /** The launcher ended (or could not start) before the run's command was seen to exit. */
@@ -85,13 +85,6 @@ const runPayload = (request: LaunchRequest) =>
  */
 export const representable = (request: LaunchRequest) =>
   [request.cwd, ...request.argv, ...Object.entries(request.env).flat()].every((field) => !field.includes("\0"))
-
-/** Real time, not the Clock: the machine's processes do not run on a TestClock. */
-const realSleep = (millis: number) =>
-  Effect.async<void>((resume) => {
-    const timer = setTimeout(() => resume(Effect.void), millis)
-    return Effect.sync(() => clearTimeout(timer))
-  })
 
 /** The largest piece `coalesce` makes. */
 const coalescedBytes = 1 << 20
