@@ -86,23 +86,17 @@ export class GroupCommit extends Context.Tag("svc/persistence/GroupCommit")<Grou
           const outer = yield* Effect.exit(prepared.transaction(runJobs(jobs)))
           // The commit's number, recorded by the connection in this fiber: what its jobs wait to be flushed.
           const seq = yield* FiberRef.get(LastCommit)
-          if (Exit.isSuccess(outer)) {
-            for (const [index, job] of jobs.entries()) {
-              const exit = outer.value[index]!
-              if (job.committed === undefined || Exit.isFailure(exit)) continue
+          for (const [index, job] of jobs.entries()) {
+            job.seq = seq
+            // The job's own exit; all die together if the batch's commit failed.
+            const exit = Exit.isSuccess(outer) ? outer.value[index]! : Exit.die(outer.cause)
+            if (job.committed !== undefined && Exit.isSuccess(exit)) {
               yield* job.committed(exit.value).pipe(
                 Effect.catchAllCause((cause) => Effect.logError("after a commit", cause))
               )
             }
+            if (!job.early) Deferred.unsafeDone(job.done, exit)
           }
-          jobs.forEach((job, index) => {
-            job.seq = seq
-            if (job.early) return
-            Deferred.unsafeDone(
-              job.done,
-              Exit.isSuccess(outer) ? outer.value[index]! : Exit.die(Exit.isFailure(outer) ? outer.cause : outer)
-            )
-          })
         })
 
       // After the first job, let the event loop turn once: the requests that arrived in the same

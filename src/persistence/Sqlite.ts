@@ -193,11 +193,7 @@ const make = (filename: string, options: Options) =>
           }
         }),
       // BEGIN, COMMIT and SAVEPOINT come through here on every transaction: kept prepared too.
-      executeUnprepared: (sql, params, transformRows) =>
-        attempt("Failed to execute statement", () => {
-          const rows = rowsOf(sql, params ?? [])
-          return transformRows ? transformRows(rows) : rows
-        }),
+      executeUnprepared: (sql, params, transformRows) => execute(sql, params ?? [], transformRows),
       // The rows are read whole, then streamed: better-sqlite3 refuses any other statement on the
       // connection while an iterator is open, and a stream's consumer may run some between rows.
       executeStream: (sql, params, transformRows) =>
@@ -209,15 +205,18 @@ const make = (filename: string, options: Options) =>
     let open = false
     const waitForTransactions = <A, E>(effect: Effect.Effect<A, E>) =>
       Effect.suspend(() => open ? semaphore.withPermits(1)(effect) : effect)
+    /**
+     * Takes the lock for a transaction, inside `uninterruptibleMask`: only the wait is interruptible
+     * (`restore`), so a lock taken is always marked and given back by `unlock`.
+     */
+    const lock = (restore: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>) =>
+      Effect.zipRight(restore(semaphore.take(1)), Effect.sync(() => void (open = true)))
+    const unlock = Effect.suspend(() => (open = false, semaphore.release(1)))
     const acquirer = waitForTransactions(Effect.succeed(connection))
     const transactionAcquirer = Effect.uninterruptibleMask((restore) =>
-      Effect.zipRight(
-        restore(semaphore.take(1)),
-        Effect.flatMap(Effect.scope, (scope) => {
-          open = true
-          return Scope.addFinalizer(scope, Effect.suspend(() => (open = false, semaphore.release(1))))
-        })
-      ).pipe(Effect.as(connection))
+      Effect.zipRight(lock(restore), Effect.flatMap(Effect.scope, (scope) => Scope.addFinalizer(scope, unlock))).pipe(
+        Effect.as(connection)
+      )
     )
 
     /** Runs `f` now inside this fiber's transaction, else once no other fiber holds one. */
@@ -258,9 +257,8 @@ const make = (filename: string, options: Options) =>
     const transaction = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
       Effect.uninterruptibleMask((restore) =>
         Effect.zipRight(
-          restore(semaphore.take(1)),
+          lock(restore),
           Effect.suspend(() => {
-            open = true
             prepare("BEGIN").run()
             return restore(effect).pipe(
               Effect.locallyWith(
@@ -278,10 +276,7 @@ const make = (filename: string, options: Options) =>
                 return counted(exit)
               })
             )
-          }).pipe(
-            // Released whatever failed, BEGIN included.
-            Effect.ensuring(Effect.suspend(() => (open = false, semaphore.release(1))))
-          )
+          }).pipe(Effect.ensuring(unlock)) // whatever failed, BEGIN included
         )
       )
 
