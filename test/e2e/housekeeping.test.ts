@@ -6,10 +6,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import Database from "better-sqlite3"
 import { Effect, TestClock } from "effect"
-import { defaultHostCapacity } from "../../src/config/AppConfig.js"
-import { client } from "../support/Http.js"
 import { change, eventually, runningMachine, settled } from "../support/Machines.js"
-import { startServer } from "../support/TestServer.js"
+import { smallHost } from "../support/TestServer.js"
 
 const count = (file: string, table: string, where = "1") => {
   const db = new Database(file, { readonly: true })
@@ -23,12 +21,7 @@ const count = (file: string, table: string, where = "1") => {
 describe("housekeeping", () => {
   it.scoped("expired port tokens and day-old keys of settled operations are deleted; open ones are kept", () =>
     Effect.gen(function*() {
-      const server = yield* startServer({
-        runtime: "sandbox",
-        capacity: { ...defaultHostCapacity(), maxRunning: 1, queueSeconds: 7 * 24 * 3600 }
-      })
-      const owner = yield* server.bootstrap("owner@example.com")
-      const api = client(server.url, { key: owner.api_key })
+      const { api, server } = yield* smallHost(1, 7 * 24 * 3600)
       const id = yield* runningMachine(api, "busy")
       yield* change(api, "POST", `/v1/machines/${id}/ports`, { port: 8000 })
       const token = yield* api("POST", `/v1/machines/${id}/ports/8000/tokens`, { json: { expires_in_seconds: 60 } })

@@ -8,12 +8,11 @@ import { Effect, TestClock } from "effect"
 import * as NodeCrypto from "node:crypto"
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
-import { defaultHostCapacity } from "../../src/config/AppConfig.js"
 import { walk } from "../../src/snapshots/Tree.js"
 import { pushed, snapshotSettled } from "../snapshots/support.js"
 import { client } from "../support/Http.js"
 import { change, decode, eventually, readEvents, runningMachine, settled, sh } from "../support/Machines.js"
-import { startServer } from "../support/TestServer.js"
+import { smallHost, startServer } from "../support/TestServer.js"
 
 const setup = (snapshots = { perMachine: 50, templatesPerOrganization: 100 }) =>
   Effect.gen(function*() {
@@ -230,11 +229,7 @@ describe("templates, restore and fork", () => {
 
   it.scoped("a fork that waits too long for a host slot still gets its source's disk, stopped", () =>
     Effect.gen(function*() {
-      const server = yield* startServer({
-        runtime: "sandbox",
-        capacity: { ...defaultHostCapacity(), maxRunning: 1, queueSeconds: 120 }
-      })
-      const api = client(server.url, { key: (yield* server.bootstrap("owner@example.com")).api_key })
+      const { api, server } = yield* smallHost(1)
       yield* runningMachine(api, "holds-the-slot")
       const source = (yield* api("POST", "/v1/machines", { json: { name: "quiet", start: false } })).body
       assert.strictEqual((yield* settled(api, source.operation_id)).status, "succeeded")
@@ -261,11 +256,7 @@ describe("templates, restore and fork", () => {
 
   it.scoped("a fork that finds the partial copy a crash left removes it without holding up the event loop", () =>
     Effect.gen(function*() {
-      const server = yield* startServer({
-        runtime: "sandbox",
-        capacity: { ...defaultHostCapacity(), maxRunning: 1, queueSeconds: 120 }
-      })
-      const api = client(server.url, { key: (yield* server.bootstrap("owner@example.com")).api_key })
+      const { api, server } = yield* smallHost(1)
       const holder = yield* runningMachine(api, "holds-the-slot")
       const source = (yield* api("POST", "/v1/machines", { json: { name: "quiet", start: false } })).body
       assert.strictEqual((yield* settled(api, source.operation_id)).status, "succeeded")

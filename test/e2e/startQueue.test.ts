@@ -7,20 +7,11 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, TestClock } from "effect"
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
-import { defaultHostCapacity } from "../../src/config/AppConfig.js"
 import { client } from "../support/Http.js"
 import { change, eventually, reached, realSleep, runningMachine, settled } from "../support/Machines.js"
-import { startServer } from "../support/TestServer.js"
+import { smallHost } from "../support/TestServer.js"
 
-const setup = (maxRunning: number) =>
-  Effect.gen(function*() {
-    const server = yield* startServer({
-      runtime: "sandbox",
-      capacity: { ...defaultHostCapacity(), maxRunning, queueSeconds: 120 }
-    })
-    const owner = yield* server.bootstrap("owner@example.com")
-    return client(server.url, { key: owner.api_key })
-  })
+const setup = (maxRunning: number) => Effect.map(smallHost(maxRunning), ({ api }) => api)
 
 type Api = ReturnType<typeof client>
 
@@ -137,11 +128,7 @@ describe("start queue", () => {
 
   it.scoped("a start accepted while its machine ran waits for the host if the machine's sandbox ended meanwhile", () =>
     Effect.gen(function*() {
-      const server = yield* startServer({
-        runtime: "sandbox",
-        capacity: { ...defaultHostCapacity(), maxRunning: 1, queueSeconds: 120 }
-      })
-      const api = client(server.url, { key: (yield* server.bootstrap("owner@example.com")).api_key })
+      const { api, server } = yield* smallHost(1)
       const crashy = yield* runningMachine(api, "crashy")
       const other = yield* api("POST", "/v1/machines", { json: { name: "other", start: true } })
       yield* queued(api, other.body.operation_id)

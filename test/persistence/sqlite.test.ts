@@ -12,7 +12,12 @@ import { Durability, LastCommit } from "../../src/persistence/Durability.js"
 import { Prepared } from "../../src/persistence/Sqlite.js"
 import * as Sqlite from "../../src/persistence/Sqlite.js"
 
-const withTable = Effect.flatMap(SqlClient.SqlClient, (sql) => sql`CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)`)
+/** Creates the table the tests use; answers the connection's two ways in. */
+const withTable = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)`
+  return { sql, prepared: yield* Prepared }
+})
 
 const ids = Effect.flatMap(Prepared, (prepared) => prepared.all<{ id: number }>("SELECT id FROM t ORDER BY id"))
 
@@ -58,8 +63,7 @@ describe("Sqlite", () => {
 
   it.live("a transaction that cannot begin gives its lock back", () =>
     Effect.gen(function*() {
-      const prepared = yield* Prepared
-      yield* withTable
+      const { prepared } = yield* withTable
       // A transaction opened behind the lock's back: BEGIN fails inside it.
       yield* prepared.run("BEGIN")
       const refused = yield* Effect.exit(prepared.transaction(Effect.void))
@@ -73,9 +77,7 @@ describe("Sqlite", () => {
 
   it.effect("a direct statement waits while another fiber holds a transaction, then sees what it committed", () =>
     Effect.gen(function*() {
-      const sql = yield* SqlClient.SqlClient
-      const prepared = yield* Prepared
-      yield* withTable
+      const { prepared, sql } = yield* withTable
       const inside = yield* Deferred.make<void>()
       const finish = yield* Deferred.make<void>()
       const writer = yield* Effect.fork(sql.withTransaction(Effect.gen(function*() {
@@ -97,9 +99,7 @@ describe("Sqlite", () => {
 
   it.effect("direct writes belong to the fiber's transaction and savepoint: they roll back with them", () =>
     Effect.gen(function*() {
-      const sql = yield* SqlClient.SqlClient
-      const prepared = yield* Prepared
-      yield* withTable
+      const { prepared, sql } = yield* withTable
       const insert = (id: number) => prepared.insert("t", { id, v: `v${id}` })
       yield* sql.withTransaction(Effect.gen(function*() {
         yield* insert(1)
@@ -125,8 +125,7 @@ describe("Sqlite", () => {
 
   it.effect("a statement's stream yields its rows, and other statements may run while it is consumed", () =>
     Effect.gen(function*() {
-      const sql = yield* SqlClient.SqlClient
-      yield* withTable
+      const { sql } = yield* withTable
       yield* sql`INSERT INTO t (id, v) VALUES (1, 'a'), (2, 'b'), (3, 'c')`
       const seen: Array<string> = []
       yield* Stream.runForEach(

@@ -18,6 +18,7 @@ import { nodeServerOn, RoutesLive } from "../../src/http/Server.js"
 import { readOutbox } from "../../src/mail/Outbox.js"
 import { Accounts } from "../../src/services/Accounts.js"
 import { PortTokens } from "../../src/services/PortTokens.js"
+import { client } from "./Http.js"
 
 export const tempDir = Effect.acquireRelease(
   Effect.sync(() => NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "svc-test-"))),
@@ -115,4 +116,18 @@ export const startServer = (overrides: Partial<AppConfigShape> = {}, wrapDriver?
       bootstrap: (email) => accounts.bootstrap(email)
     }
     return result
+  })
+
+/**
+ * A sandbox server whose host runs at most `maxRunning` machines (boots past that wait in the start
+ * queue up to `queueSeconds`), with its owner's client.
+ */
+export const smallHost = (maxRunning: number, queueSeconds = 120) =>
+  Effect.gen(function*() {
+    const server = yield* startServer({
+      runtime: "sandbox",
+      capacity: { ...defaultHostCapacity(), maxRunning, queueSeconds }
+    })
+    const owner = yield* server.bootstrap("owner@example.com")
+    return { server, api: client(server.url, { key: owner.api_key }) }
   })
