@@ -2,12 +2,12 @@
  * One in-process bus for machine and operation lifecycle events. The actors publish; live SSE
  * streams, and later webhooks, email alerts and metering, subscribe without touching the actors.
  * Publishing never blocks an actor: a slow subscriber loses the oldest events of its own buffer.
- * SSE readers of one operation do not subscribe: they watch that operation's wake-ups only
+ * SSE readers of one operation do not subscribe: they listen to that operation's wake-ups only
  * (src/events/Wakeups.ts) and read the persisted history, so they miss nothing.
  */
 import { Context, Effect, Layer, PubSub, type Queue, type Scope } from "effect"
 import type { OperationKind } from "../domain/MachineStates.js"
-import { makeWakeups, type Watch } from "./Wakeups.js"
+import { makeWakeups } from "./Wakeups.js"
 
 export type DomainEvent =
   | {
@@ -43,9 +43,9 @@ export type DomainEvent =
 export interface DomainEventsShape {
   readonly publish: (event: DomainEvent) => Effect.Effect<void>
   readonly subscribe: Effect.Effect<Queue.Dequeue<DomainEvent>, never, Scope.Scope>
-  /** Wakes at each `OperationEvent` of one operation (for the scope's lifetime). */
-  readonly watchOperation: (operationId: string) => Effect.Effect<Watch, never, Scope.Scope>
-  /** How many watch the operation (for tests: a closed stream leaves nothing behind). */
+  /** Calls `onNews` at each `OperationEvent` of one operation, until the returned function is called. */
+  readonly listenOperation: (operationId: string, onNews: () => void) => () => void
+  /** How many follow the operation (for tests: a closed stream leaves nothing behind). */
   readonly watchingOperation: (operationId: string) => number
 }
 
@@ -62,7 +62,7 @@ export class DomainEvents extends Context.Tag("svc/events/DomainEvents")<DomainE
             : published
         },
         subscribe: PubSub.subscribe(pubsub),
-        watchOperation: operationWakeups.watch,
+        listenOperation: operationWakeups.listen,
         watchingOperation: operationWakeups.watching
       }
     })

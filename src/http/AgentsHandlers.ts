@@ -33,7 +33,7 @@ export const AgentsHandlers = HttpApiBuilder.group(Api, "agents", (handlers) =>
         if (lastType !== "idle") frames += frame({ seq: cursor, id: `idle-${conversationId}-${cursor}`, type: "idle" })
         return { frames, then: "end" as const }
       })
-      return eventStreamResponse(read, agents.watch(conversationId))
+      return eventStreamResponse(read, (onNews) => agents.listen(conversationId, onNews))
     }
 
     return handlers

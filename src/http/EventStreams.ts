@@ -1,13 +1,19 @@
 /**
  * Server-sent event responses of persisted history then live, shared by operation and agent events.
- * The history is read before anything is watched: a stream that has ended already (the common
- * case for a client that comes late) is answered as one body, with no watch and no stream. Else
- * the reader watches its key's wake-ups (src/events/Wakeups.ts) and reads the database again at
- * each, writing what one read found as one chunk.
+ * The history is read before anything is followed: a stream that has ended already (the common
+ * case for a client that comes late) is answered as one body, with nothing followed. Else the
+ * response body is a Node stream that listens to its key's wake-ups (src/events/Wakeups.ts) and
+ * reads the database again at each, writing what one read found as one chunk.
+ *
+ * Why a Node stream and callbacks rather than an Effect `Stream`: a live stream of an exec of
+ * `true` cost about 960 runtime steps in the Stream's channels and the platform's per-chunk loop,
+ * two thirds of what accepting and carrying out the exec cost. Here each read runs as one short
+ * fiber, and the platform pipes the body into the response. The body is pulled: nothing is read
+ * while the client does not take what was written (the socket's back-pressure).
  */
 import { HttpServerResponse } from "@effect/platform"
-import { Chunk, Effect, Option, type Scope, Stream } from "effect"
-import type { Watch } from "../events/Wakeups.js"
+import { Cause, Effect, Exit, Runtime } from "effect"
+import { Readable } from "node:stream"
 
 /** What one read of the persisted events found. */
 export interface EventBatch {
@@ -17,42 +23,79 @@ export interface EventBatch {
   readonly then: "end" | "more" | "wait"
 }
 
+/** Follows the news of what a stream reads: calls `onNews` at each, until the returned function is called. */
+export type Listen = (onNews: () => void) => () => void
+
 const options = {
   contentType: "text/event-stream",
   headers: { "cache-control": "no-cache", "x-accel-buffering": "no" }
 } as const
 
-const encoder = new TextEncoder()
-
 /**
  * The response for a reader: `read` reads the events after the last it read (it keeps its own
- * cursor), `watch` watches the wake-ups of what it follows.
+ * cursor), `listen` follows the wake-ups of what it reads.
  */
 export const eventStreamResponse = <E>(
   read: Effect.Effect<EventBatch, E>,
-  watch: Effect.Effect<Watch, never, Scope.Scope>
+  listen: Listen
 ): Effect.Effect<HttpServerResponse.HttpServerResponse, E> =>
-  Effect.map(read, (first) =>
+  Effect.flatMap(read, (first) =>
     first.then === "end"
-      ? HttpServerResponse.text(first.frames, options)
-      : HttpServerResponse.stream(live(first, read, watch), options))
+      ? Effect.succeed(HttpServerResponse.text(first.frames, options))
+      : Effect.map(
+        Effect.runtime<never>(),
+        (runtime) => HttpServerResponse.raw(liveBody(first, read, listen, Runtime.runCallback(runtime)), options)
+      ))
 
-const live = <E>(
+const liveBody = <E>(
   first: EventBatch,
   read: Effect.Effect<EventBatch, E>,
-  watch: Effect.Effect<Watch, never, Scope.Scope>
-) =>
-  Stream.unwrapScoped(Effect.map(watch, (watching) => {
-    let then = first.then
-    // The watch starts open, so the first pull reads again what was stored before it began.
-    const pull: Effect.Effect<Chunk.Chunk<Uint8Array>, Option.Option<E>> = Effect.suspend(() => {
-      if (then === "end") return Effect.fail(Option.none())
-      const read_ = then === "more" ? read : Effect.zipRight(watching.next, read)
-      return Effect.flatMap(Effect.mapError(read_, Option.some), (batch) => {
-        then = batch.then
-        return batch.frames === "" ? pull : Effect.succeed(Chunk.of(encoder.encode(batch.frames)))
-      })
+  listen: Listen,
+  run: (effect: Effect.Effect<EventBatch, E>, options: { onExit: (exit: Exit.Exit<EventBatch, E>) => void }) => unknown
+): Readable => {
+  let then = first.then
+  // Whether there may be news not read yet: at first yes, for what was stored before listening began.
+  let news = true
+  let wanted = false
+  let reading = false
+  let closed = false
+  const pump = () => {
+    if (closed || reading || !wanted) return
+    if (then === "wait" && !news) return
+    news = false
+    reading = true
+    run(read, {
+      onExit: (exit) => {
+        reading = false
+        if (closed) return
+        if (Exit.isFailure(exit)) return void body.destroy(new Error(Cause.pretty(exit.cause)))
+        then = exit.value.then
+        if (exit.value.frames !== "") wanted = body.push(exit.value.frames)
+        if (then === "end") return void body.push(null)
+        pump()
+      }
     })
-    const head = first.frames === "" ? Stream.empty : Stream.succeed(encoder.encode(first.frames))
-    return Stream.concat(head, Stream.repeatEffectChunkOption(pull))
-  }))
+  }
+  const stop = listen(() => {
+    news = true
+    pump()
+  })
+  const body = new Readable({
+    read() {
+      wanted = true
+      pump()
+    },
+    destroy(error, callback) {
+      closed = true
+      stop()
+      callback(error)
+    }
+  })
+  // Ended streams end their listening too (the platform's pipeline destroys the body at its end).
+  body.once("end", () => {
+    closed = true
+    stop()
+  })
+  if (first.frames !== "") body.push(first.frames)
+  return body
+}

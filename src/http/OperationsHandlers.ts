@@ -49,7 +49,7 @@ export const OperationsHandlers = HttpApiBuilder.group(Api, "operations", (handl
         if (rows.length > 0) last = rows[rows.length - 1]!.id
         return { frames, then: ended || settled ? "end" as const : "wait" as const }
       })
-      return eventStreamResponse(read, bus.watchOperation(operation.id))
+      return eventStreamResponse(read, (onNews) => bus.listenOperation(operation.id, onNews))
     }
 
     return handlers

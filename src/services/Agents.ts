@@ -558,8 +558,8 @@ const make = Effect.gen(function*() {
         return { events: rows.map(eventOf), active: Option.isSome(open) }
       }),
 
-    /** Wakes at each event of the conversation (readers read the database again). */
-    watch: wakeups.watch,
+    /** Calls back at each event of the conversation (readers read the database again). */
+    listen: wakeups.listen,
 
     conversations: (organizationId: string, machineId: string, limit: number, after: string | null) =>
       Effect.gen(function*() {

@@ -3,7 +3,8 @@
  * written, when the reader waits for news, and when it needs no watch at all.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Chunk, Effect, Fiber, Option, Stream } from "effect"
+import { Effect, Fiber, Option } from "effect"
+import type { Readable } from "node:stream"
 import { makeWakeups } from "../../src/events/Wakeups.js"
 import { type EventBatch, eventStreamResponse } from "../../src/http/EventStreams.js"
 
@@ -27,22 +28,32 @@ const bodyOf = (response: Effect.Effect.Success<ReturnType<typeof eventStreamRes
       assert.strictEqual(body.contentType, "text/event-stream")
       return { kind: "one body", chunks: [decoder.decode(body.body)] }
     }
-    if (body._tag !== "Stream") return yield* Effect.dieMessage(`unexpected body ${body._tag}`)
+    if (body._tag !== "Raw") return yield* Effect.dieMessage(`unexpected body ${body._tag}`)
     assert.strictEqual(body.contentType, "text/event-stream")
-    const chunks = yield* Stream.runCollect(body.stream)
-    return { kind: "stream", chunks: Chunk.toArray(Chunk.map(chunks, (chunk) => decoder.decode(chunk))) }
+    return { kind: "stream", chunks: yield* chunksOf(body.body as Readable) }
   })
+
+/** Every chunk of a Node stream body, once it ends. */
+const chunksOf = (readable: Readable) =>
+  Effect.async<Array<string>>((resume) => {
+    const chunks: Array<string> = []
+    readable.on("data", (chunk: Buffer) => chunks.push(decoder.decode(chunk)))
+    readable.on("end", () => resume(Effect.succeed(chunks)))
+  })
+
+/** Lets every ready fiber and pending callback run. */
+const settle = Effect.repeatN(Effect.promise(() => new Promise((resolve) => setImmediate(resolve))), 5)
 
 describe("event stream responses", () => {
   it.scoped("a first read that ends is answered as one body, without watching", () =>
     Effect.gen(function*() {
       const script = scripted([{ frames: "a\n\nend\n\n", then: "end" }])
-      const response = yield* eventStreamResponse(script.read, Effect.dieMessage("watched"))
+      const response = yield* eventStreamResponse(script.read, () => assert.fail("listened"))
       assert.deepStrictEqual(yield* bodyOf(response), { kind: "one body", chunks: ["a\n\nend\n\n"] })
       assert.strictEqual(script.reads(), 1)
     }))
 
-  it.scoped("full pages are read on without news; then it waits for news, and each read is one chunk", () =>
+  it.live("full pages are read on without news; then it waits for news, and each read is one chunk", () =>
     Effect.gen(function*() {
       const wakeups = makeWakeups<string>()
       const script = scripted([
@@ -51,31 +62,64 @@ describe("event stream responses", () => {
         { frames: "", then: "wait" },
         { frames: "3\n\n4\n\n", then: "end" }
       ])
-      const response = yield* eventStreamResponse(script.read, wakeups.watch("k"))
+      const response = yield* eventStreamResponse(script.read, (onNews) => wakeups.listen("k", onNews))
       const reading = yield* Effect.fork(bodyOf(response))
-      yield* Effect.repeatN(Effect.yieldNow(), 20)
-      // The second page came without news; the re-read at the start of the watch found nothing.
-      assert.strictEqual(script.reads(), 3)
+      yield* settle
+      // The second page came without news, and was read after listening began: nothing to read again.
+      assert.strictEqual(script.reads(), 2)
       assert.isTrue(Option.isNone(yield* Fiber.poll(reading)), "waits for news")
       assert.strictEqual(wakeups.watching("k"), 1)
       yield* wakeups.wake("other")
-      yield* Effect.repeatN(Effect.yieldNow(), 20)
-      assert.strictEqual(script.reads(), 3, "another key's news reads nothing")
+      yield* settle
+      assert.strictEqual(script.reads(), 2, "another key's news reads nothing")
+      yield* wakeups.wake("k")
+      yield* settle
+      assert.strictEqual(script.reads(), 3, "news reads again; it found nothing, so it waits again")
+      assert.isTrue(Option.isNone(yield* Fiber.poll(reading)))
       yield* wakeups.wake("k")
       assert.deepStrictEqual(yield* Fiber.join(reading), { kind: "stream", chunks: ["1\n\n", "2\n\n", "3\n\n4\n\n"] })
-      assert.strictEqual(wakeups.watching("k"), 0, "the ended stream closed its watch")
+      assert.strictEqual(wakeups.watching("k"), 0, "the ended stream stopped listening")
     }))
 
-  it.scoped("a reader that has seen everything but the end writes nothing until there is more", () =>
+  it.live("nothing more is read while the client does not take what was written", () =>
+    Effect.gen(function*() {
+      const page = "x".repeat(10_000)
+      let reads = 0
+      const read = Effect.sync(() =>
+        ++reads < 50 ? { frames: page, then: "more" as const } : { frames: "", then: "end" as const }
+      )
+      const response = yield* eventStreamResponse(read, () => () => undefined)
+      const body = response.body._tag === "Raw" ? response.body.body as Readable : assert.fail("not a stream")
+      body.pause()
+      body.read(0) // asks for data once, as a reader that then stops taking it
+      yield* settle
+      assert.isBelow(reads, 5, "reads stop at the body's buffer limit")
+      const chunks = yield* chunksOf(body.resume())
+      assert.strictEqual(reads, 50)
+      assert.strictEqual(chunks.join("").length, 49 * page.length)
+    }))
+
+  it.live("a client that goes away stops the listening", () =>
+    Effect.gen(function*() {
+      const wakeups = makeWakeups<string>()
+      const script = scripted([{ frames: "a\n\n", then: "wait" }])
+      const response = yield* eventStreamResponse(script.read, (onNews) => wakeups.listen("k", onNews))
+      assert.strictEqual(wakeups.watching("k"), 1)
+      ;(response.body._tag === "Raw" ? response.body.body as Readable : assert.fail("not a stream")).destroy()
+      assert.strictEqual(wakeups.watching("k"), 0)
+    }))
+
+  it.live("a reader that has seen everything but the end writes nothing until there is more", () =>
     Effect.gen(function*() {
       const wakeups = makeWakeups<string>()
       const script = scripted([{ frames: "", then: "wait" }, { frames: "", then: "wait" }, {
         frames: "end\n\n",
         then: "end"
       }])
-      const response = yield* eventStreamResponse(script.read, wakeups.watch("k"))
+      const response = yield* eventStreamResponse(script.read, (onNews) => wakeups.listen("k", onNews))
       const reading = yield* Effect.fork(bodyOf(response))
-      yield* Effect.repeatN(Effect.yieldNow(), 20)
+      yield* settle
+      assert.strictEqual(script.reads(), 2)
       yield* wakeups.wake("k")
       assert.deepStrictEqual(yield* Fiber.join(reading), { kind: "stream", chunks: ["end\n\n"] })
     }))
