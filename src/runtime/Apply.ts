@@ -4,14 +4,14 @@
  * restart, no disk after a delete); a driver that cannot answer makes it `uncertain`, and the actor
  * re-applies the same request later. Nothing here writes to the database: the actor settles.
  */
-import { Clock, Effect, Option } from "effect"
+import { Clock, type Context, Effect, Option } from "effect"
 import type { ExecResult, FileRange } from "../api/OperationsApi.js"
 import { conflictOf, type MachineConflict, makesMachine } from "../domain/MachineStates.js"
 import { type ExposedPort, findPort, parsePorts, portsJson, withoutPort, withPort } from "../domain/Ports.js"
-import { type DriverError, MachineDriver, type MachineSpec, type NotRunning } from "../drivers/MachineDriver.js"
+import type { DriverError, MachineDriverShape, MachineSpec, NotRunning } from "../drivers/MachineDriver.js"
 import type { MachinePatch, MachineRow } from "../persistence/MachinesRepo.js"
 import type { OperationRow } from "../persistence/OperationsRepo.js"
-import { fillSourceOf, SnapshotWork } from "../snapshots/SnapshotWork.js"
+import { fillSourceOf, type SnapshotWork } from "../snapshots/SnapshotWork.js"
 import { OutputCollector } from "./ExecOutput.js"
 
 export type Outcome =
@@ -52,6 +52,15 @@ export interface ExecHooks {
   readonly onProgress: (doneBytes: number, totalBytes: number) => Effect.Effect<void>
 }
 
+/**
+ * The services an operation is carried out with. Handed over as an argument, not through the
+ * context: providing them per operation copied the actor's whole context (some 47 services) twice.
+ */
+export interface Workers {
+  readonly driver: MachineDriverShape
+  readonly snapshots: Context.Tag.Service<typeof SnapshotWork>
+}
+
 export const specOf = (machine: MachineRow, env: Readonly<Record<string, string>>): MachineSpec => ({
   id: machine.id,
   size: machine.size,
@@ -72,6 +81,7 @@ const failed = (errorCode: MachineConflict | string, machine?: MachinePatch): Ou
 
 /** Runs `argv` once for this operation; answers the exec result (timed out, cancelled, truncated). */
 const runOnce = (
+  driver: MachineDriverShape,
   machine: MachineRow,
   operation: OperationRow,
   request: {
@@ -84,7 +94,6 @@ const runOnce = (
   hooks: ExecHooks
 ) =>
   Effect.gen(function*() {
-    const driver = yield* MachineDriver
     const output = hooks.earlierOutput
     const run = driver.exec(machine.id, {
       argv: request.argv,
@@ -122,10 +131,10 @@ const needs = (operation: OperationRow, machine: MachineRow) =>
 export const apply = (
   operation: OperationRow,
   machine: MachineRow,
-  hooks: ExecHooks
-): Effect.Effect<Outcome, never, MachineDriver | SnapshotWork> =>
+  hooks: ExecHooks,
+  { driver, snapshots }: Workers
+): Effect.Effect<Outcome> =>
   Effect.gen(function*() {
-    const driver = yield* MachineDriver
     const request = JSON.parse(operation.request) as Record<string, any>
     const spec = specOf(machine, hooks.env)
     const conflict = needs(operation, machine)
@@ -144,8 +153,7 @@ export const apply = (
       case "create": {
         const source = fillSourceOf(operation.kind, request)
         if (source !== undefined) {
-          const work = yield* SnapshotWork
-          const refused = yield* work.fill(source, machine, hooks.onProgress)
+          const refused = yield* snapshots.fill(source, machine, hooks.onProgress)
           if (Option.isSome(refused)) return failed(refused.value, { state: "failed" })
         }
         yield* driver.create(spec)
@@ -160,7 +168,7 @@ export const apply = (
         if (typeof request.setup_script !== "string") {
           return outcome({ status: "succeeded", unchanged: false, machine: running })
         }
-        const setup = yield* runOnce(machine, operation, {
+        const setup = yield* runOnce(driver, machine, operation, {
           argv: ["/bin/sh", "-c", request.setup_script],
           timeoutSeconds: 3600
         }, hooks)
@@ -222,7 +230,7 @@ export const apply = (
       }
       case "exec": {
         const argv: ReadonlyArray<string> = request.command ?? ["/bin/sh", "-c", request.shell]
-        const result = yield* runOnce(machine, operation, {
+        const result = yield* runOnce(driver, machine, operation, {
           argv,
           cwd: request.cwd,
           env: request.env,
@@ -239,7 +247,7 @@ export const apply = (
       case "write_file": {
         const redirect = request.append === true ? ">>" : ">"
         const chmod = typeof request.mode === "string" ? ` && chmod ${request.mode} "$1"` : ""
-        const result = yield* runOnce(machine, operation, {
+        const result = yield* runOnce(driver, machine, operation, {
           argv: ["/bin/sh", "-c", `mkdir -p "$(dirname "$1")" && cat ${redirect} "$1"${chmod}`, "write", request.path],
           stdin: Buffer.from(request.data_base64, "base64"),
           timeoutSeconds: 300
@@ -250,7 +258,7 @@ export const apply = (
       }
       case "install_ssh_key": {
         // Exit 10: the key is there already. The file is the one an sshd in the machine would read.
-        const result = yield* runOnce(machine, operation, {
+        const result = yield* runOnce(driver, machine, operation, {
           argv: [
             "/bin/sh",
             "-c",
@@ -301,8 +309,7 @@ printf '%s\\n' "$1" >> "$f" && chmod 600 "$f"`,
         })
       }
       case "snapshot": {
-        const work = yield* SnapshotWork
-        return yield* work.push(operation, machine, hooks.onProgress)
+        return yield* snapshots.push(operation, machine, hooks.onProgress)
       }
       case "read_file": {
         const requested = request.ranges as ReadonlyArray<{ path: string; offset: number; size: number }>
@@ -322,7 +329,9 @@ printf '%s\\n' "$1" >> "$f" && chmod 600 "$f"`,
       }
     }
   }).pipe(
-    Effect.catchAll((error) => error._tag === "NotRunning" ? vanished(machine) : Effect.succeed(uncertain(error)))
+    Effect.catchAll((error) =>
+      error._tag === "NotRunning" ? vanished(driver, machine) : Effect.succeed(uncertain(error))
+    )
   )
 
 /**
@@ -331,9 +340,8 @@ printf '%s\\n' "$1" >> "$f" && chmod 600 "$f"`,
  * again, its disk is kept) and the operation fails as it would have at accept time. Retrying could
  * never succeed and would hold up the machine's later operations (a stop, a start).
  */
-const vanished = (machine: MachineRow) =>
+const vanished = (driver: MachineDriverShape, machine: MachineRow) =>
   Effect.gen(function*() {
-    const driver = yield* MachineDriver
     const seen = yield* driver.observe(machine.id)
     if (seen.running) return outcome({ status: "uncertain", reason: "the machine stopped answering" })
     const now = yield* Clock.currentTimeMillis

@@ -86,6 +86,7 @@ const make = Effect.gen(function*() {
   const actors = new Map<string, Actor>()
   const cancels = new Map<string, Deferred.Deferred<void>>()
   const scope = yield* Effect.scope
+  const workers = { driver, snapshots: snapshotWork }
 
   /**
    * Runs `job` in the group commit (one fsync shared with every other accept and actor write ready
@@ -298,7 +299,7 @@ const make = Effect.gen(function*() {
             persistAhead((published) =>
               record(published, initial, "progress", { done_bytes: doneBytes, total_bytes: totalBytes })
             )
-        }).pipe(Effect.provideService(MachineDriver, driver), Effect.provideService(SnapshotWork, snapshotWork))
+        }, workers)
         if (outcome.status !== "uncertain") return yield* settle(initial, attempts, outcome)
         yield* Effect.logWarning("operation uncertain; will re-apply").pipe(
           Effect.annotateLogs({ operation_id: initial.id, reason: outcome.reason, attempt: attempts })
