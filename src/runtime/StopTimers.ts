@@ -9,8 +9,8 @@
  * its settings change. A machine that is due but still has operations to run is looked at again a
  * second later (work in flight is activity; its turn comes first).
  */
-import { Clock, Duration, Effect, Layer, Queue } from "effect"
-import { DomainEvents } from "../events/DomainEvents.js"
+import { Chunk, Clock, Duration, Effect, Layer, Queue } from "effect"
+import { type DomainEvent, DomainEvents } from "../events/DomainEvents.js"
 import { MachinesRepo } from "../persistence/MachinesRepo.js"
 import { Machines } from "../services/Machines.js"
 
@@ -41,17 +41,22 @@ export const layer = Layer.scopedDiscard(Effect.gen(function*() {
     }
   })
 
+  const movesTimer = (event: DomainEvent) =>
+    (event._tag === "MachineEvent" && event.type === "machine.ready") || event._tag === "MachineSettingsChanged"
+
   /**
    * Completes at the first event that moves a timer: a boot or a settings change. A plain loop, not
    * `Effect.repeat`: every event of every operation passes here, and a schedule step per event cost
-   * hundreds of runtime steps per operation.
+   * hundreds of runtime steps per operation. Woken once for the events published together (a
+   * settle publishes three or four), which are looked at in plain code.
    */
   const changed: Effect.Effect<void> = Effect.flatMap(
     Queue.take(events),
-    (event) =>
-      (event._tag === "MachineEvent" && event.type === "machine.ready") || event._tag === "MachineSettingsChanged"
-        ? Effect.void
-        : changed
+    (first) =>
+      Effect.flatMap(
+        Queue.takeAll(events),
+        (rest) => movesTimer(first) || Chunk.some(rest, movesTimer) ? Effect.void : changed
+      )
   )
 
   /** Completes at the next timer, or at once when a machine boots or its settings change. */
