@@ -64,7 +64,7 @@ const make = Effect.gen(function*() {
     return slots
   })
 
-  const pump = lock.withPermits(1)(Effect.gen(function*() {
+  const admitWaiting = lock.withPermits(1)(Effect.gen(function*() {
     if (waiters.length === 0) return
     const slots = yield* occupied
     while (waiters.length > 0 && slots.size < host.maxRunning) {
@@ -74,6 +74,9 @@ const make = Effect.gen(function*() {
       yield* Deferred.succeed(next.admitted, undefined)
     }
   }))
+  // Every operation's end pumps: with nobody waiting (nearly always) it takes no lock. A boot that
+  // starts waiting later pumps itself.
+  const pump = Effect.suspend(() => waiters.length === 0 ? Effect.void : admitWaiting)
 
   const tryAdmit = (machineId: string) =>
     lock.withPermits(1)(Effect.gen(function*() {
