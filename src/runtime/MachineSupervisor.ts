@@ -110,16 +110,15 @@ const make = Effect.gen(function*() {
    */
   const persistAhead = persistWith("applied")
 
-  /** Appends an operation event (inside a `persist` job). */
+  /** Appends an operation event stamped `now` (inside a `persist` job, which read the clock once). */
   const record = (
     published: Array<DomainEvent>,
     operation: OperationRow,
     name: "status" | "output" | "progress" | "end",
-    data: unknown
+    data: unknown,
+    now: number
   ) =>
-    Effect.gen(function*() {
-      const now = yield* Clock.currentTimeMillis
-      const id = yield* operations.appendEvent(operation.id, name, data, now)
+    Effect.map(operations.appendEvent(operation.id, name, data, now), (id) => {
       published.push({
         _tag: "OperationEvent",
         operationId: operation.id,
@@ -136,8 +135,15 @@ const make = Effect.gen(function*() {
     operation: OperationRow,
     status: OperationStatus,
     attempts: number,
-    errorCode: string | null
-  ) => record(published, operation, "status", { status, attempt_count: attempts, error_code: errorCode })
+    errorCode: string | null,
+    now: number
+  ) => record(published, operation, "status", { status, attempt_count: attempts, error_code: errorCode }, now)
+
+  /** An event of a running operation (output, progress), in its own job. */
+  const recordNow = (operation: OperationRow, name: "output" | "progress", data: unknown) =>
+    persistAhead((published) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) => record(published, operation, name, data, now))
+    )
 
   /** The output of earlier attempts, so a re-applied exec's result holds all of it. */
   const earlierOutput = (operation: OperationRow) =>
@@ -172,8 +178,8 @@ const make = Effect.gen(function*() {
           finished_at: now
         })
         if (outcome.status !== "succeeded") yield* reproject(operation.machine_id)
-        yield* recordStatus(published, operation, outcome.status, attempts, errorCode)
-        yield* record(published, operation, "end", { status: outcome.status })
+        yield* recordStatus(published, operation, outcome.status, attempts, errorCode, now)
+        yield* record(published, operation, "end", { status: outcome.status }, now)
         published.push({
           _tag: "OperationSettled",
           type: outcome.status === "succeeded" ? "operation.succeeded" : "operation.failed",
@@ -273,7 +279,7 @@ const make = Effect.gen(function*() {
           Effect.gen(function*() {
             const now = yield* Clock.currentTimeMillis
             if (!(yield* operations.claim(initial.id, attempts, now))) return false
-            yield* recordStatus(published, initial, "running", attempts, null)
+            yield* recordStatus(published, initial, "running", attempts, null, now)
             return true
           })
         )
@@ -292,13 +298,9 @@ const make = Effect.gen(function*() {
           cancelled: Deferred.await(cancelled),
           earlierOutput: attempts === 1 ? new OutputCollector() : yield* earlierOutput(initial),
           onOutput: (stream, chunk) =>
-            persistAhead((published) =>
-              record(published, initial, "output", { stream, data_base64: Buffer.from(chunk).toString("base64") })
-            ),
+            recordNow(initial, "output", { stream, data_base64: Buffer.from(chunk).toString("base64") }),
           onProgress: (doneBytes, totalBytes) =>
-            persistAhead((published) =>
-              record(published, initial, "progress", { done_bytes: doneBytes, total_bytes: totalBytes })
-            )
+            recordNow(initial, "progress", { done_bytes: doneBytes, total_bytes: totalBytes })
         }, workers)
         if (outcome.status !== "uncertain") return yield* settle(initial, attempts, outcome)
         yield* Effect.logWarning("operation uncertain; will re-apply").pipe(
@@ -307,16 +309,20 @@ const make = Effect.gen(function*() {
         // Written ahead of the disk like the claim: a restart finds the operation `running` and
         // marks it `uncertain` itself. The retry's wait starts at once, not after a flush.
         yield* persistAhead((published) =>
-          Effect.zipRight(
-            operations.update(initial.id, { status: "uncertain" }),
-            recordStatus(published, initial, "uncertain", attempts, null)
-          )
+          Effect.flatMap(Clock.currentTimeMillis, (now) =>
+            Effect.zipRight(
+              operations.update(initial.id, { status: "uncertain" }),
+              recordStatus(published, initial, "uncertain", attempts, null, now)
+            ))
         )
         yield* Effect.sleep(retryDelay(attempts))
       }
     }).pipe(
-      Effect.ensuring(Effect.sync(() => cancels.delete(initial.id))),
-      Effect.ensuring(slotted ? capacity.release(initial.machine_id) : capacity.pump)
+      // One finalizer, not two: each is an uninterruptible region of its own.
+      Effect.ensuring(Effect.suspend(() => {
+        cancels.delete(initial.id)
+        return slotted ? capacity.release(initial.machine_id) : capacity.pump
+      }))
     )
   }
 
@@ -392,8 +398,8 @@ const make = Effect.gen(function*() {
             const now = yield* Clock.currentTimeMillis
             if (!(yield* operations.cancelPending(operation.id, now))) return
             yield* reproject(operation.machine_id)
-            yield* recordStatus(published, operation, "failed", operation.attempt_count, "cancelled")
-            yield* record(published, operation, "end", { status: "failed" })
+            yield* recordStatus(published, operation, "failed", operation.attempt_count, "cancelled", now)
+            yield* record(published, operation, "end", { status: "failed" }, now)
           })
         )
         // A pending boot may wait in the start queue: its actor gives up its place.
