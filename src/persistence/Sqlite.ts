@@ -254,35 +254,53 @@ const make = (filename: string, options: Options) =>
     const updateText = (table: string, keys: ReadonlyArray<string>) =>
       `UPDATE ${table} SET ${keys.map((key) => `"${key}" = ?`).join(", ")} WHERE id = ?`
 
+    /**
+     * The context a transaction's statements run in: the caller's with this connection as the
+     * transaction's. Made once per caller's context, not per transaction: the group commit's fiber
+     * asks with the same one every time, and a copy of its whole context (some 47 services) per
+     * batch, three batches per exec, showed in the allocation profile.
+     */
+    let outerContext: Context.Context<never> | undefined
+    let innerContext: Context.Context<never> = Context.empty()
+    const inTransaction = (outer: Context.Context<never>) => {
+      if (outer !== outerContext) {
+        outerContext = outer
+        innerContext = Context.add(outer, SqlClient.TransactionConnection, [connection, 0])
+      }
+      return innerContext
+    }
+
     const transaction = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
       Effect.uninterruptibleMask((restore) =>
         Effect.zipRight(
           lock(restore),
           Effect.suspend(() => {
             prepare("BEGIN").run()
-            return restore(effect).pipe(
-              Effect.locallyWith(
-                FiberRef.currentContext,
-                Context.add(SqlClient.TransactionConnection, [connection, 0])
-              ),
-              Effect.exit,
-              Effect.flatMap((exit) => {
-                try {
-                  prepare(Exit.isSuccess(exit) ? "COMMIT" : "ROLLBACK").run()
-                } catch (cause) {
-                  if (db.inTransaction) prepare("ROLLBACK").run()
-                  return Effect.die(new SqlError({ cause, message: "Failed to commit" }))
-                }
-                return counted(exit)
-              })
-            )
+            // Set and put back by hand, not with Effect.locally (a scoped region of its own): this
+            // runs uninterruptibly and `Effect.exit` below catches every way `effect` can end.
+            return Effect.flatMap(FiberRef.get(FiberRef.currentContext), (outer) =>
+              Effect.zipRight(FiberRef.set(FiberRef.currentContext, inTransaction(outer)), restore(effect)).pipe(
+                Effect.exit,
+                Effect.zipLeft(FiberRef.set(FiberRef.currentContext, outer))
+              )).pipe(
+                Effect.flatMap((exit) => {
+                  try {
+                    prepare(Exit.isSuccess(exit) ? "COMMIT" : "ROLLBACK").run()
+                  } catch (cause) {
+                    if (db.inTransaction) prepare("ROLLBACK").run()
+                    return Effect.die(new SqlError({ cause, message: "Failed to commit" }))
+                  }
+                  return counted(exit)
+                })
+              )
           }).pipe(Effect.ensuring(unlock)) // whatever failed, BEGIN included
         )
       )
 
     const prepared: PreparedShape = {
       transaction,
-      runNow: (sql) => void prepare(sql).run(),
+      runNow: (sql) =>
+        void prepare(sql).run(),
       all: <A>(sql: string, ...params: ReadonlyArray<Param>) => direct(() => prepare(sql).all(...params) as Array<A>),
       first: (sql, ...params) => direct(() => Option.fromNullable(prepare(sql).get(...params) as any)),
       run: (sql, ...params) => direct(() => prepare(sql).run(...params).changes),
