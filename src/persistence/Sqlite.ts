@@ -219,14 +219,16 @@ const make = (filename: string, options: Options) =>
       )
     )
 
-    /** Runs `f` now inside this fiber's transaction, else once no other fiber holds one. */
+    /**
+     * Runs `f` now inside this fiber's transaction, else once no other fiber holds one. When nothing
+     * is to be waited for (nearly always), `f` runs in the step that looked, not in one more.
+     */
     const direct = <A>(f: () => A) =>
-      Effect.withFiberRuntime<A>((fiber) => {
-        const run = Effect.suspend(() => counted(Effect.succeed(f())))
-        return Context.getOption(fiber.currentContext, SqlClient.TransactionConnection)._tag === "Some"
-          ? run
-          : waitForTransactions(run)
-      })
+      Effect.withFiberRuntime<A>((fiber) =>
+        !open || Context.getOption(fiber.currentContext, SqlClient.TransactionConnection)._tag === "Some"
+          ? counted(Effect.succeed(f()))
+          : waitForTransactions(Effect.suspend(() => counted(Effect.succeed(f()))))
+      )
 
     const client = yield* SqlClient.make({
       acquirer,
