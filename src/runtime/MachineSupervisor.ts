@@ -4,7 +4,7 @@
  * only wakes the fiber). No machine waits for another. An actor that dies is restarted alone. On
  * start, what was `running` becomes `uncertain` and every machine with open work is woken.
  */
-import { Cause, Clock, Context, Deferred, Effect, Layer, Option, Queue } from "effect"
+import { Cause, Clock, Context, Deferred, Effect, Layer, Option } from "effect"
 import { AppConfig } from "../config/AppConfig.js"
 import { type MachineState, makesMachine } from "../domain/MachineStates.js"
 import { MachineDriver } from "../drivers/MachineDriver.js"
@@ -24,7 +24,12 @@ import { HostCapacity } from "./HostCapacity.js"
 import { project } from "./Projection.js"
 
 interface Actor {
-  readonly wake: Queue.Queue<void>
+  /**
+   * Set by a wake while the actor drains, cleared before each read of the mailbox and looked at
+   * before the actor ends, so no wake is lost. A flag, not a queue: the actor never waits on it, and
+   * making a queue per actor start ran a fiber of its own (Effect.runSync).
+   */
+  woken: boolean
 }
 
 export interface MachineSupervisorShape {
@@ -330,19 +335,16 @@ const make = Effect.gen(function*() {
   const actor = (machineId: string, self: Actor): Effect.Effect<void> =>
     Effect.gen(function*() {
       while (true) {
-        yield* Queue.takeAll(self.wake)
+        self.woken = false
         const next = yield* operations.nextOpen(machineId)
         if (Option.isSome(next)) {
           if (!isTerminal(next.value.status)) yield* run(next.value)
           continue
         }
         // Checked and removed in one synchronous step, so a wake cannot fall between the two.
-        const done = yield* Effect.sync(() => {
-          if (self.wake.unsafeSize().pipe(Option.getOrElse(() => 0)) > 0) return false
-          actors.delete(machineId)
-          return true
-        })
-        if (done) return
+        if (self.woken) continue
+        actors.delete(machineId)
+        return
       }
     })
 
@@ -363,8 +365,11 @@ const make = Effect.gen(function*() {
   const wake = (machineId: string) =>
     Effect.suspend(() => {
       const existing = actors.get(machineId)
-      if (existing !== undefined) return Queue.offer(existing.wake, undefined).pipe(Effect.asVoid)
-      const self: Actor = { wake: Effect.runSync(Queue.sliding<void>(1)) }
+      if (existing !== undefined) {
+        existing.woken = true
+        return Effect.void
+      }
+      const self: Actor = { woken: true }
       actors.set(machineId, self)
       return supervised(machineId, self).pipe(Effect.forkIn(scope), Effect.asVoid)
     })
