@@ -168,6 +168,28 @@ describe("sandbox driver isolation", () => {
         assert.strictEqual(ended._tag, "NotRunning")
       })))
 
+  test("a driver's record of a boot follows the machine when another svc stops it and boots it again", () =>
+    Effect.gen(function*() {
+      const driver = yield* MachineDriver
+      const spec = specOf(freshId())
+      yield* driver.create(spec)
+      const first = yield* driver.start(spec)
+      assert.strictEqual((yield* run(driver, spec.id, ["true"])).exitCode, 0)
+      // Another svc process on the same data dir (a restart) stops the machine and boots it again.
+      const other = yield* Effect.provide(MachineDriver, makeLayer(dir.dataDir))
+      assert.strictEqual((yield* other.observe(spec.id)).bootId, first.bootId)
+      yield* other.stop(spec.id, { force: true })
+      assert.isFalse((yield* driver.observe(spec.id)).running)
+      const refused = yield* Effect.flip(driver.exec(spec.id, { argv: ["true"] }, () => Effect.void))
+      assert.strictEqual(refused._tag, "NotRunning")
+      const second = yield* other.start(spec)
+      assert.notStrictEqual(second.bootId, first.bootId)
+      assert.strictEqual((yield* driver.observe(spec.id)).bootId, second.bootId)
+      assert.strictEqual((yield* run(driver, spec.id, ["cat", "/proc/1/comm"])).stdout, "bwrap\n")
+      yield* driver.destroy(spec.id)
+      assert.isFalse((yield* other.observe(spec.id)).running)
+    }))
+
   test("a machine survives the end of the driver that started it (no die-with-parent)", () =>
     Effect.gen(function*() {
       const driver = yield* MachineDriver

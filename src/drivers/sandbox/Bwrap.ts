@@ -18,8 +18,14 @@ export const machineHome = "/root"
  * The machine's first process, pid 2 under bubblewrap's own init (pid 1, which reaps orphans and
  * ends the namespace when this process ends). It ignores SIGTERM so that a polite stop can end
  * every other process first and still find the machine there; a stop ends it by killing pid 1.
+ * It runs once pid 1 has set the machine's root up: it says so with a byte on `readyFd` (then
+ * closes it, so nothing else in the machine holds it).
  */
-const payload = ["/bin/sh", "-c", "trap '' TERM; exec sleep infinity"]
+const payload = (readyFd: number) => [
+  "/bin/sh",
+  "-c",
+  `trap '' TERM; echo >&${readyFd}; exec sleep infinity ${readyFd}>&-`
+]
 
 /** Host top-level entries that are symlinks into /usr on merged-/usr systems, or folders otherwise. */
 const usrLinks = ["bin", "sbin", "lib", "lib64", "lib32", "libx32"]
@@ -58,6 +64,8 @@ export interface BwrapOptions {
   readonly toolsDir?: string | undefined
   /** The fd bubblewrap writes `{"child-pid": N, ...}` to once the machine runs. */
   readonly infoFd: number
+  /** The fd the machine's first process writes a byte to once it runs (see `payload`). */
+  readonly readyFd: number
 }
 
 /**
@@ -91,7 +99,7 @@ export const bwrapArgs = (options: BwrapOptions): ReadonlyArray<string> => [
   "--info-fd",
   String(options.infoFd),
   "--",
-  ...payload
+  ...payload(options.readyFd)
 ]
 
 /** A host name from a machine id: `svc-` and the id's last 12 letters or digits. */

@@ -19,7 +19,6 @@ import * as NodePath from "node:path"
 import type * as NodeStream from "node:stream"
 import { wrapOnce } from "../ExactlyOnce.js"
 import {
-  childrenOf,
   hostBootId,
   innermostPid,
   isAlive,
@@ -28,7 +27,6 @@ import {
   pidsInNamespace,
   procStat,
   runCommand,
-  takeReapedCpuSeconds,
   waitFor
 } from "../HostProcess.js"
 import { type Launcher, spawnLauncher } from "../launcher/Launcher.js"
@@ -59,6 +57,7 @@ import {
 import { connectLocal, connectThroughNamespace, servedBy, sharesHostNetwork } from "../PortConnections.js"
 import { bwrapArgs, hostnameOf, machineHome, machinePath, toolsMount } from "./Bwrap.js"
 import * as Cgroups from "./Cgroups.js"
+import { hostSpawner, inProcess, type Spawner } from "./Spawner.js"
 
 interface RunRecord {
   /** Host pid of the sandbox's pid 1 (bubblewrap's init). */
@@ -107,17 +106,32 @@ export const make = (
     readonly tools: Tools
     /** The agents' tools folder on the host, bound read-only into every machine it boots. */
     readonly agentsDir?: string | undefined
+    /** What starts the sandboxes: svc itself (a fork of svc) unless given. */
+    readonly spawner?: Spawner | undefined
   },
   warnOnce: (message: string) => void = () => undefined
 ): MachineDriverShape => {
   const { cgroups, tools } = options
+  const spawner = options.spawner ?? inProcess
   const paths = (id: string) => machinePaths(options.dataDir, id)
+
+  /**
+   * The run record of each machine this driver booted or has seen running, kept while its pid 1
+   * lives: a check of the live process then answers `running` without reading run.json (every exec
+   * asks). A boot by another svc process on the data dir ends this one's pid 1 first (a stop).
+   */
+  const booted = new Map<string, RunRecord>()
 
   /** The run record when it names a live sandbox, else undefined. */
   const running = (id: string) => {
+    const known = booted.get(id)
+    if (known !== undefined && isAlive(known.pid, known.starttime)) return known
+    booted.delete(id)
     const record = readJson<RunRecord>(paths(id).run)
     if (record === undefined || record.hostBootId !== hostBootId()) return undefined
-    return isAlive(record.pid, record.starttime) ? record : undefined
+    if (!isAlive(record.pid, record.starttime)) return undefined
+    booted.set(id, record)
+    return record
   }
 
   /** Host pids of every process in the sandbox, its pid 1 included. */
@@ -174,31 +188,6 @@ export const make = (
       const machine = paths(spec.id)
       const bootId = NodeCrypto.randomUUID()
       const logFile = NodePath.join(machine.machine, "sandbox.log")
-      let log: number
-      let child: NodeChild.ChildProcess
-      try {
-        log = NodeFs.openSync(logFile, "w", 0o600)
-        child = NodeChild.spawn(
-          tools.bwrap,
-          bwrapArgs({
-            diskDir: machine.disk,
-            hostname: hostnameOf(spec.id),
-            internetAccess: spec.internetAccess,
-            toolsDir: options.agentsDir,
-            infoFd: 3
-          }),
-          {
-            detached: true,
-            stdio: ["ignore", log, log, "pipe"],
-            // bwrap hands its environment to the machine: not on its command line, which every host user can read
-            env: { PATH: machinePath, HOME: machineHome, ...spec.env }
-          }
-        )
-        NodeFs.closeSync(log)
-      } catch (cause) {
-        return resume(Effect.fail(new DriverError({ message: `cannot run bwrap: ${String(cause)}`, cause })))
-      }
-      const info = child.stdio[3] as NodeJS.ReadableStream & { destroy(): void }
       const logText = () => {
         try {
           return NodeFs.readFileSync(logFile, "utf8").trim().slice(0, 2000)
@@ -206,59 +195,29 @@ export const make = (
           return ""
         }
       }
-      let text = ""
+      let bwrapPid: number | undefined
       let done = false
       const finish = (result: Effect.Effect<RunRecord, DriverError>) => {
         if (done) return
         done = true
         clearTimeout(timer)
-        info.destroy()
-        child.unref()
         resume(result)
       }
+      const failed = (reason: string) => {
+        const log = logText()
+        finish(Effect.fail(new DriverError({ message: log === "" ? reason : `${reason}: ${log}` })))
+      }
       const timer = setTimeout(() => {
-        killPid(child.pid ?? 0, "SIGKILL")
-        finish(
-          Effect.fail(new DriverError({ message: `bwrap did not start within ${bootTimeoutMs} ms: ${logText()}` }))
-        )
+        if (bwrapPid !== undefined) killPid(bwrapPid, "SIGKILL")
+        failed(`bwrap did not start within ${bootTimeoutMs} ms`)
       }, bootTimeoutMs)
-      child.on(
-        "error",
-        (error) => finish(Effect.fail(new DriverError({ message: `cannot run bwrap: ${error.message}` })))
-      )
-      child.on("exit", (code) => {
-        // What the sandbox used was counted at stop: not for the next command that exits.
-        takeReapedCpuSeconds()
-        finish(Effect.fail(new DriverError({ message: `bwrap exited ${code}: ${logText()}` })))
-      })
-      info.on("error", () => undefined)
-      info.on("data", (chunk) => {
-        if (text.endsWith("}")) return // parsed already
-        text += chunk
-        let pid: number | undefined
-        try {
-          pid = (JSON.parse(text) as { "child-pid": number })["child-pid"]
-        } catch {
-          return // not all of it yet
-        }
-        const stat = procStat(pid)
-        if (stat === undefined) return finish(Effect.fail(new DriverError({ message: "the sandbox ended at once" })))
-        Cgroups.join(groups, pid)
-        ready(pid, stat.starttime)
-      })
-      // bwrap tells the pid before its pid 1 has set the machine's root up; pid 1 forks the
-      // machine's first process once it has. Until then nsenter would find the host's root.
-      const ready = (pid: number, starttime: number) => {
+      const ready = (pid: number) => {
         if (done) return
-        if (!isAlive(pid, starttime)) {
-          return finish(Effect.fail(new DriverError({ message: `the sandbox ended at once: ${logText()}` })))
-        }
-        const children = childrenOf(pid)
-        if (children.length === 0) return void setTimeout(() => ready(pid, starttime), 2)
-        for (const child of children) Cgroups.join(groups, child) // forked before pid 1 joined, if it was
+        const stat = procStat(pid)
+        if (stat === undefined) return failed("the sandbox ended at once")
         const record: RunRecord = {
           pid,
-          starttime,
+          starttime: stat.starttime,
           hostBootId: hostBootId(),
           bootId,
           env: spec.env,
@@ -270,8 +229,30 @@ export const make = (
           killPid(pid, "SIGKILL")
           return finish(Effect.fail(new DriverError({ message: "cannot record the sandbox", cause })))
         }
+        booted.set(spec.id, record)
         finish(Effect.succeed(record))
       }
+      spawner.start({
+        argv: [
+          tools.bwrap,
+          ...bwrapArgs({
+            diskDir: machine.disk,
+            hostname: hostnameOf(spec.id),
+            internetAccess: spec.internetAccess,
+            toolsDir: options.agentsDir,
+            infoFd: 3,
+            readyFd: 4
+          })
+        ],
+        // bwrap hands its environment to the machine: not on its command line, which every host user can read
+        env: { PATH: machinePath, HOME: machineHome, ...spec.env },
+        logFile,
+        groups
+      }, {
+        spawned: (pid) => void (bwrapPid = pid),
+        ready,
+        failed
+      })
     })
 
   /** Exec without a launcher: each command enters the machine with nsenter (and a cgroup-joining shell). */
@@ -318,6 +299,7 @@ export const make = (
       const machine = paths(id)
       // The launcher ends with the machine; its entry goes now (destroy stops first, so it goes too).
       launchers.delete(id)
+      booted.delete(id)
       const record = yield* attempt("stop", () => running(id))
       if (record !== undefined) {
         const fold = attempt("stop", () => cpuFold(machine.cpu, record.bootId, bootCpu(record)))
@@ -460,10 +442,10 @@ export const layer = (options: {
   readonly agentsDir?: string | undefined
   /** false: no cgroups even where the host allows them (no limits; CPU time from /proc). */
   readonly cgroups?: boolean | undefined
-  /** false: every exec enters the machine with nsenter, as on a host without Perl. */
+  /** false: svc spawns bwrap and every exec enters the machine with nsenter, as on a host without Perl. */
   readonly launcher?: boolean | undefined
 }) =>
-  Layer.effect(
+  Layer.scoped(
     MachineDriver,
     Effect.gen(function*() {
       const found = yield* checkTools
@@ -479,6 +461,9 @@ export const layer = (options: {
         warned = true
         Runtime.runFork(runtime)(Effect.logWarning(message))
       }
-      return make({ dataDir: options.dataDir, cgroups, tools, agentsDir: options.agentsDir }, warnOnce)
+      // With Perl, the spawner starts the sandboxes (Spawner.ts); it ends with the layer.
+      const spawner = tools.perl === undefined ? inProcess : hostSpawner(tools.perl)
+      yield* Effect.addFinalizer(() => Effect.sync(spawner.close))
+      return make({ dataDir: options.dataDir, cgroups, tools, agentsDir: options.agentsDir, spawner }, warnOnce)
     })
   )

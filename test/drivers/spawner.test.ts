@@ -1,0 +1,89 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import * as NodeFs from "node:fs"
+import * as NodeOs from "node:os"
+import * as NodePath from "node:path"
+import { childrenOf, procStat, waitFor } from "../../src/drivers/HostProcess.js"
+import { checkTools } from "../../src/drivers/sandbox/SandboxDriver.js"
+import { hostSpawner, inProcess, type SandboxStart, type Spawner } from "../../src/drivers/sandbox/Spawner.js"
+
+/** What a start reported: the pid bwrap ran as, then pid 1 once ready, or why it failed. */
+const startWith = (spawner: Spawner, request: SandboxStart) => {
+  const seen: { spawned?: number; ready?: number; failed?: string } = {}
+  spawner.start(request, {
+    spawned: (pid) => void (seen.spawned = pid),
+    ready: (pid) => void (seen.ready = pid),
+    failed: (reason) => void (seen.failed = reason)
+  })
+  return seen
+}
+
+const gone = (pid: number) => {
+  const stat = procStat(pid)
+  return stat === undefined || stat.state === "Z"
+}
+
+const logFile = () => NodePath.join(NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "svc-spawner-")), "log")
+
+/** A sandbox like a machine's, whose first process writes its byte on fd 4 when `ready` (else never). */
+const sandbox = (bwrap: string, ready: boolean): SandboxStart => ({
+  argv: [
+    bwrap,
+    "--unshare-all",
+    "--ro-bind",
+    "/",
+    "/",
+    "--info-fd",
+    "3",
+    "--",
+    "/bin/sh",
+    "-c",
+    ready ? "echo >&4; exec sleep infinity 4>&-" : "exec sleep infinity 4>&-"
+  ],
+  env: { PATH: "/usr/bin:/bin" },
+  logFile: logFile(),
+  groups: []
+})
+
+describe("sandbox spawner", () => {
+  const spawners = { "the spawner": "host", "svc itself": "in process" } as const
+  for (const [name, kind] of Object.entries(spawners)) {
+    it.live(`${name}: a sandbox is ready once its first process runs; a failing bwrap says why`, () =>
+      Effect.gen(function*() {
+        const tools = yield* checkTools
+        const spawner = kind === "host" ? hostSpawner(tools.perl ?? "perl") : inProcess
+        const up = startWith(spawner, sandbox(tools.bwrap, true))
+        assert.isTrue(yield* waitFor(() => up.ready !== undefined || up.failed !== undefined, 5_000))
+        assert.isUndefined(up.failed)
+        // pid 1 of the sandbox, with the first process as its child.
+        assert.isDefined(up.spawned)
+        assert.deepStrictEqual(childrenOf(up.spawned!), [up.ready!])
+        assert.strictEqual(childrenOf(up.ready!).length, 1)
+        const broken = { ...sandbox(tools.bwrap, true), argv: [tools.bwrap, "--no-such-option"] }
+        const failing = startWith(spawner, broken)
+        assert.isTrue(yield* waitFor(() => failing.failed !== undefined, 5_000))
+        assert.include(failing.failed, "bwrap ended (exit 1)")
+        assert.include(NodeFs.readFileSync(broken.logFile, "utf8"), "no-such-option")
+        spawner.close()
+        // A sandbox that was up outlives the spawner.
+        yield* Effect.sleep("100 millis")
+        assert.isFalse(gone(up.ready!))
+        process.kill(up.ready!, "SIGKILL")
+        assert.isTrue(yield* waitFor(() => gone(up.ready!), 5_000))
+      }))
+  }
+
+  it.live("when svc ends, the spawner kills the sandboxes still coming up (no svc would record them)", () =>
+    Effect.gen(function*() {
+      const tools = yield* checkTools
+      const spawner = hostSpawner(tools.perl ?? "perl")
+      const stuck = startWith(spawner, sandbox(tools.bwrap, false))
+      assert.isTrue(yield* waitFor(() => stuck.spawned !== undefined && childrenOf(stuck.spawned).length > 0, 5_000))
+      const [pid1] = childrenOf(stuck.spawned!)
+      yield* Effect.sleep("100 millis")
+      assert.isUndefined(stuck.ready)
+      spawner.close()
+      assert.isTrue(yield* waitFor(() => gone(pid1!) && gone(stuck.spawned!), 5_000))
+      assert.include(stuck.failed, "the spawner ended")
+    }))
+})
