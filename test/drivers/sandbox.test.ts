@@ -2,7 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Fiber } from "effect"
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
-import { procStat } from "../../src/drivers/HostProcess.js"
+import { childrenOf, procStat, waitFor } from "../../src/drivers/HostProcess.js"
 import { MachineDriver } from "../../src/drivers/MachineDriver.js"
 import * as Cgroups from "../../src/drivers/sandbox/Cgroups.js"
 import * as SandboxDriver from "../../src/drivers/sandbox/SandboxDriver.js"
@@ -95,9 +95,12 @@ describe("sandbox driver isolation", () => {
       Effect.gen(function*() {
         const cgroups = Cgroups.detect()
         const record = JSON.parse(NodeFs.readFileSync(NodePath.join(dir.dataDir, "machines", id, "run.json"), "utf8"))
-        const hostCgroups = NodeFs.readFileSync(`/proc/${record.pid}/cgroup`, "utf8")
-        assert.strictEqual(hostCgroups.includes(`/svc/${id}`), cgroups.enforced)
+        // pid 1 and the first process join a moment after the boot was answered (Spawner.ts).
+        const joined = () => NodeFs.readFileSync(`/proc/${record.pid}/cgroup`, "utf8").includes(`/svc/${id}`)
+        assert.strictEqual(yield* waitFor(joined, 2_000), cgroups.enforced)
         if (!cgroups.enforced) return
+        const [first] = childrenOf(record.pid)
+        assert.include(NodeFs.readFileSync(`/proc/${first}/cgroup`, "utf8"), `/svc/${id}`)
         yield* run(driver, id, sh("nohup sleep 777 >/dev/null 2>&1 & echo $! > /tmp/sleeper"))
         const inside = yield* run(driver, id, sh("cat /proc/$(cat /tmp/sleeper)/cgroup"))
         assert.strictEqual(inside.exitCode, 0)

@@ -8,8 +8,8 @@
  * Answers on stdout, one line each:
  *   S <tag> <pid>   forked: the pid of bwrap itself
  *   R <tag> <pid>   ready: bwrap's pid 1 (from --info-fd 3) has set the machine's root up and its
- *                   first process runs (it wrote a byte on fd 4); pid 1 and that process are in
- *                   the groups
+ *                   first process runs (it wrote a byte on fd 4); right after this answer pid 1
+ *                   and that process join the groups
  *   F <tag> <why>   failed before ready
  * Each sandbox starts in a session of its own with stdout and stderr in its log file and only
  * the request's environment. On the end of stdin (svc exited) every sandbox that is not ready yet
@@ -61,15 +61,24 @@ sub fail {
   forget($boot);
 }
 
+sub flush {
+  return unless length $out;
+  my $put = syswrite(STDOUT, $out);
+  substr($out, 0, $put) = '' if $put;
+}
+
 sub settle {
   my ($boot) = @_;
   return unless $boot->{child} && $boot->{up};
   my $pid = $boot->{child};
+  # svc hears first: a process's first move into a cgroup waits for an RCU grace period of the
+  # kernel (8 ms on a busy 2-core VM, on cgroup v1 without favordynmods). Nothing else runs in the
+  # machine meanwhile; its first exec's launcher joins the groups itself before it forks anything.
+  answer('R', $boot->{tag}, $pid);
+  flush();
   my @children;
   if (open(my $fh, '<', "/proc/$pid/task/$pid/children")) { @children = split ' ', scalar(<$fh>) // ''; close $fh }
-  # The first process may have been forked before pid 1 joined: it joins now.
-  joinGroups($boot, $_) for @children;
-  answer('R', $boot->{tag}, $pid);
+  joinGroups($boot, $_) for $pid, @children;
   forget($boot);
 }
 
@@ -135,9 +144,9 @@ sub readInfo {
   close $boot->{info};
   $boot->{info} = undef;
   my ($child) = $boot->{text} =~ /"child-pid"\s*:\s*(\d+)/;
-  return fail($boot, 'bwrap did not tell its pid 1') unless $child;
+  # Closed without a pid: bwrap failed, and its exit status is the answer (reap).
+  return unless $child;
   $boot->{child} = $child;
-  joinGroups($boot, $child);
   settle($boot);
 }
 
@@ -190,10 +199,7 @@ while (1) {
     readInfo($boot) if $boot->{info} && vec($rr, fileno($boot->{info}), 1);
     readReady($boot) if $boots{ $boot->{tag} } && $boot->{ready} && vec($rr, fileno($boot->{ready}), 1);
   }
-  if (length $out && vec($ww, 1, 1)) {
-    my $put = syswrite(STDOUT, $out);
-    substr($out, 0, $put) = '' if $put;
-  }
+  flush() if vec($ww, 1, 1);
 }
 `
 
