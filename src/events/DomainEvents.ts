@@ -2,10 +2,13 @@
  * One in-process bus for machine and operation lifecycle events. The actors publish; live SSE
  * streams, and later webhooks, email alerts and metering, subscribe without touching the actors.
  * Publishing never blocks an actor: a slow subscriber loses the oldest events of its own buffer.
+ * A subscriber says which events it follows, and only those reach its buffer: the subscribers of
+ * today follow a few events of a few kinds, and being woken for every event of every operation to
+ * pass over it cost each of them runtime steps per event.
  * SSE readers of one operation do not subscribe: they listen to that operation's wake-ups only
  * (src/events/Wakeups.ts) and read the persisted history, so they miss nothing.
  */
-import { Context, Effect, Layer, PubSub, type Queue, type Scope } from "effect"
+import { Context, Effect, Layer, Queue, type Scope } from "effect"
 import type { OperationKind } from "../domain/MachineStates.js"
 import { makeWakeups } from "./Wakeups.js"
 
@@ -42,26 +45,60 @@ export type DomainEvent =
 
 export interface DomainEventsShape {
   readonly publish: (event: DomainEvent) => Effect.Effect<void>
-  readonly subscribe: Effect.Effect<Queue.Dequeue<DomainEvent>, never, Scope.Scope>
+  /** The events `follows` accepts, published from now on, for the scope's lifetime. */
+  readonly subscribe: {
+    <A extends DomainEvent>(
+      follows: (event: DomainEvent) => event is A
+    ): Effect.Effect<Queue.Dequeue<A>, never, Scope.Scope>
+    (follows: (event: DomainEvent) => boolean): Effect.Effect<Queue.Dequeue<DomainEvent>, never, Scope.Scope>
+  }
   /** Calls `onNews` at each `OperationEvent` of one operation, until the returned function is called. */
   readonly listenOperation: (operationId: string, onNews: () => void) => () => void
   /** How many follow the operation (for tests: a closed stream leaves nothing behind). */
   readonly watchingOperation: (operationId: string) => number
 }
 
+/** Events a subscriber may hold unread before it loses the oldest. */
+const bufferSize = 4096
+
+interface Subscriber {
+  readonly follows: (event: DomainEvent) => boolean
+  readonly queue: Queue.Queue<DomainEvent>
+}
+
 export class DomainEvents extends Context.Tag("svc/events/DomainEvents")<DomainEvents, DomainEventsShape>() {
   static readonly layer = Layer.effect(
     DomainEvents,
-    Effect.map(PubSub.sliding<DomainEvent>(4096), (pubsub) => {
+    Effect.sync(() => {
       const operationWakeups = makeWakeups<string>()
+      const subscribers = new Set<Subscriber>()
+      /** Offers `event` to the subscribers that follow it (a sliding offer: never waits). */
+      const deliver = (event: DomainEvent) =>
+        Effect.suspend(() => {
+          let offers: Effect.Effect<void> = Effect.void
+          for (const subscriber of subscribers) {
+            if (subscriber.follows(event)) offers = Effect.zipRight(offers, Queue.offer(subscriber.queue, event))
+          }
+          return offers
+        })
       return {
-        publish: (event) => {
-          const published = Effect.asVoid(PubSub.publish(pubsub, event))
-          return event._tag === "OperationEvent"
-            ? Effect.zipRight(operationWakeups.wake(event.operationId), published)
-            : published
-        },
-        subscribe: PubSub.subscribe(pubsub),
+        publish: (event) =>
+          event._tag === "OperationEvent"
+            ? Effect.zipRight(operationWakeups.wake(event.operationId), deliver(event))
+            : deliver(event),
+        subscribe: (follows: (event: DomainEvent) => boolean) =>
+          Effect.map(
+            Effect.acquireRelease(
+              Effect.map(Queue.sliding<DomainEvent>(bufferSize), (queue) => {
+                const subscriber = { follows, queue }
+                subscribers.add(subscriber)
+                return subscriber
+              }),
+              (subscriber) =>
+                Effect.zipRight(Effect.sync(() => subscribers.delete(subscriber)), Queue.shutdown(subscriber.queue))
+            ),
+            (subscriber) => subscriber.queue
+          ),
         listenOperation: operationWakeups.listen,
         watchingOperation: operationWakeups.watching
       }

@@ -13,7 +13,7 @@
  * touched into each level's sub-journal: inserts cost 2-3 times as much as in a flat transaction.
  */
 import { SqlClient } from "@effect/sql"
-import { Context, Deferred, Effect, Exit, FiberId, FiberRef, Layer, Queue } from "effect"
+import { Context, Deferred, Effect, Exit, FiberId, FiberRef, Layer } from "effect"
 import { Durability, LastCommit } from "./Durability.js"
 import { Prepared } from "./Sqlite.js"
 
@@ -59,7 +59,11 @@ export class GroupCommit extends Context.Tag("svc/persistence/GroupCommit")<Grou
     Effect.gen(function*() {
       const prepared = yield* Prepared
       const durability = yield* Durability
-      const queue = yield* Queue.unbounded<Job>()
+      // The jobs waiting for the next batch, and the committer's wake-up while it waits for one.
+      // A plain array rather than a Queue: taking a batch from a Queue (take, then takeUpTo) cost
+      // about 18 runtime steps, on the path of every accept, claim and settle.
+      const waiting: Array<Job> = []
+      let wake: (() => void) | undefined
 
       /**
        * Each job in a savepoint of its own (rolled back alone when it fails, released either way),
@@ -101,10 +105,20 @@ export class GroupCommit extends Context.Tag("svc/persistence/GroupCommit")<Grou
 
       // After the first job, let the event loop turn once: the requests that arrived in the same
       // I/O phase queue their jobs meanwhile and share this commit.
-      const nextBatch = Queue.take(queue).pipe(
-        Effect.zipLeft(Effect.async<void>((resume) => void setImmediate(() => resume(Effect.void)))),
-        Effect.flatMap((first) => Effect.map(Queue.takeUpTo(queue, maxBatch - 1), (rest) => [first, ...rest]))
-      )
+      const nextBatch = Effect.async<Array<Job>>((resume) => {
+        let turn: NodeJS.Immediate | undefined
+        const take = () => {
+          wake = undefined
+          turn = setImmediate(() => resume(Effect.succeed(waiting.splice(0, maxBatch))))
+        }
+        if (waiting.length > 0) take()
+        else wake = take
+        // Interrupted (the layer's scope closes): the jobs stay where they are.
+        return Effect.sync(() => {
+          wake = undefined
+          if (turn !== undefined) clearImmediate(turn)
+        })
+      })
       yield* nextBatch.pipe(
         Effect.flatMap(commitBatch),
         Effect.forever,
@@ -124,7 +138,8 @@ export class GroupCommit extends Context.Tag("svc/persistence/GroupCommit")<Grou
             committed: committed as Job["committed"],
             seq: 0
           }
-          Queue.unsafeOffer(queue, queued)
+          waiting.push(queued)
+          wake?.()
           const answered = Deferred.await(queued.done) as Effect.Effect<A, E>
           // Committed; answered once the flush that holds its commit has ended.
           return early ? answered : Effect.zipLeft(answered, Effect.suspend(() => durability.syncThrough(queued.seq)))

@@ -9,7 +9,7 @@
  * its settings change. A machine that is due but still has operations to run is looked at again a
  * second later (work in flight is activity; its turn comes first).
  */
-import { Chunk, Clock, Duration, Effect, Layer, Queue } from "effect"
+import { Clock, Duration, Effect, Layer, Queue } from "effect"
 import { type DomainEvent, DomainEvents } from "../events/DomainEvents.js"
 import { MachinesRepo } from "../persistence/MachinesRepo.js"
 import { Machines } from "../services/Machines.js"
@@ -20,7 +20,6 @@ export const layer = Layer.scopedDiscard(Effect.gen(function*() {
   const machines = yield* MachinesRepo
   const service = yield* Machines
   const bus = yield* DomainEvents
-  const events = yield* bus.subscribe
 
   const stopDue = Effect.gen(function*() {
     const now = yield* Clock.currentTimeMillis
@@ -41,23 +40,13 @@ export const layer = Layer.scopedDiscard(Effect.gen(function*() {
     }
   })
 
+  /** The events that move a timer: a boot or a settings change (the bus hands over no other). */
   const movesTimer = (event: DomainEvent) =>
     (event._tag === "MachineEvent" && event.type === "machine.ready") || event._tag === "MachineSettingsChanged"
+  const events = yield* bus.subscribe(movesTimer)
 
-  /**
-   * Completes at the first event that moves a timer: a boot or a settings change. A plain loop, not
-   * `Effect.repeat`: every event of every operation passes here, and a schedule step per event cost
-   * hundreds of runtime steps per operation. Woken once for the events published together (a
-   * settle publishes three or four), which are looked at in plain code.
-   */
-  const changed: Effect.Effect<void> = Effect.flatMap(
-    Queue.take(events),
-    (first) =>
-      Effect.flatMap(
-        Queue.takeAll(events),
-        (rest) => movesTimer(first) || Chunk.some(rest, movesTimer) ? Effect.void : changed
-      )
-  )
+  /** Completes at the next event that moves a timer; the ones published with it count as one. */
+  const changed = Effect.zipRight(Queue.take(events), Queue.takeAll(events))
 
   /** Completes at the next timer, or at once when a machine boots or its settings change. */
   const nextWake = Effect.gen(function*() {

@@ -257,25 +257,22 @@ const make = Effect.gen(function*() {
    * Only a snapshot's own end settles its row; only a stop or a snapshot can call for automatic
    * snapshots or their pruning. Every other event costs no read.
    */
-  const follows = (event: DomainEvent): event is DomainEvent & { readonly _tag: "OperationEvent" } =>
+  type FollowedEvent = DomainEvent & { readonly _tag: "OperationEvent" }
+  const follows = (event: DomainEvent): event is FollowedEvent =>
     event._tag === "OperationEvent" && event.name === "end" && (event.kind === "snapshot" || event.kind === "stop")
-  const bookkeeping = (event: DomainEvent & { readonly _tag: "OperationEvent" }) =>
+  const bookkeeping = (event: FollowedEvent) =>
     (event.kind === "snapshot"
       ? Effect.zipRight(settleFromOperation(event.operationId), automatic(event.operationId))
       : automatic(event.operationId)).pipe(
         Effect.catchAllCause((cause) => Effect.logError("snapshot bookkeeping failed", cause))
       )
 
-  // Subscribed last: a handler may use everything above. Woken once for the events published
-  // together (a settle publishes three or four), which are filtered in plain code: a runtime step
-  // per event was a few dozen per operation.
-  const events = yield* bus.subscribe
+  // Subscribed last: a handler may use everything above. The bus hands over only the events that
+  // `follows` accepts; the ones published together are handled in one wake.
+  const events = yield* bus.subscribe(follows)
   yield* Queue.take(events).pipe(
     Effect.flatMap((first) =>
-      Effect.flatMap(Queue.takeAll(events), (rest) => {
-        const followed = [first, ...rest].filter(follows)
-        return followed.length === 0 ? Effect.void : Effect.forEach(followed, bookkeeping, { discard: true })
-      })
+      Effect.flatMap(Queue.takeAll(events), (rest) => Effect.forEach([first, ...rest], bookkeeping, { discard: true }))
     ),
     Effect.forever,
     Effect.forkScoped
