@@ -95,12 +95,15 @@ describe("sandbox driver isolation", () => {
       Effect.gen(function*() {
         const cgroups = Cgroups.detect()
         const record = JSON.parse(NodeFs.readFileSync(NodePath.join(dir.dataDir, "machines", id, "run.json"), "utf8"))
-        // pid 1 and the first process join a moment after the boot was answered (Spawner.ts).
-        const joined = () => NodeFs.readFileSync(`/proc/${record.pid}/cgroup`, "utf8").includes(`/svc/${id}`)
+        // pid 1 and the first process join a moment after the boot was answered, one after the
+        // other (Spawner.ts): wait for both.
+        const inGroups = (pid: number) => NodeFs.readFileSync(`/proc/${pid}/cgroup`, "utf8").includes(`/svc/${id}`)
+        const joined = () => {
+          const first = childrenOf(record.pid)
+          return first.length > 0 && inGroups(record.pid) && first.every(inGroups)
+        }
         assert.strictEqual(yield* waitFor(joined, 2_000), cgroups.enforced)
         if (!cgroups.enforced) return
-        const [first] = childrenOf(record.pid)
-        assert.include(NodeFs.readFileSync(`/proc/${first}/cgroup`, "utf8"), `/svc/${id}`)
         yield* run(driver, id, sh("nohup sleep 777 >/dev/null 2>&1 & echo $! > /tmp/sleeper"))
         const inside = yield* run(driver, id, sh("cat /proc/$(cat /tmp/sleeper)/cgroup"))
         assert.strictEqual(inside.exitCode, 0)
