@@ -1,6 +1,7 @@
 /**
- * One in-process bus for machine and operation lifecycle events. The actors publish; live SSE
- * streams, and later webhooks, email alerts and metering, subscribe without touching the actors.
+ * One in-process bus for machine and operation lifecycle events. The actors publish; the stop
+ * timers, the snapshot bookkeeping, and later webhooks, email alerts and metering subscribe without
+ * touching the actors.
  * Publishing never blocks an actor: a slow subscriber loses the oldest events of its own buffer.
  * A subscriber says which events it follows, and only those reach its buffer: the subscribers of
  * today follow a few events of a few kinds, and being woken for every event of every operation to

@@ -46,7 +46,7 @@ export const layer = Layer.scopedDiscard(Effect.gen(function*() {
   const events = yield* bus.subscribe(movesTimer)
 
   /** Completes at the next event that moves a timer; the ones published with it count as one. */
-  const changed = Effect.zipRight(Queue.take(events), Queue.takeAll(events))
+  const changed = Queue.takeBetween(events, 1, Number.POSITIVE_INFINITY)
 
   /** Completes at the next timer, or at once when a machine boots or its settings change. */
   const nextWake = Effect.gen(function*() {

@@ -3,8 +3,8 @@
  * conversation, `turn_started`, idempotency record) before it is answered; then the machine is
  * checked for the agent and the attachments are written (a failure there fails the turn and answers
  * 502 `guest_action_failed`), and the turn runner is forked into this service's scope, so a
- * server shutdown ends every agent process. Events are persisted; readers are woken through an
- * in-process PubSub and always read from the database, so none is missed.
+ * server shutdown ends every agent process. Events are persisted; readers are woken by their
+ * conversation's wake-ups (src/events/Wakeups.ts) and always read from the database, so none is missed.
  */
 import { Clock, Context, Deferred, Duration, Effect, Layer, Option, Queue } from "effect"
 import type { AgentProviderShape, EventBody } from "../agents/AgentProvider.js"

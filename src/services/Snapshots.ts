@@ -270,10 +270,8 @@ const make = Effect.gen(function*() {
   // Subscribed last: a handler may use everything above. The bus hands over only the events that
   // `follows` accepts; the ones published together are handled in one wake.
   const events = yield* bus.subscribe(follows)
-  yield* Queue.take(events).pipe(
-    Effect.flatMap((first) =>
-      Effect.flatMap(Queue.takeAll(events), (rest) => Effect.forEach([first, ...rest], bookkeeping, { discard: true }))
-    ),
+  yield* Queue.takeBetween(events, 1, Number.POSITIVE_INFINITY).pipe(
+    Effect.flatMap((batch) => Effect.forEach(batch, bookkeeping, { discard: true })),
     Effect.forever,
     Effect.forkScoped
   )

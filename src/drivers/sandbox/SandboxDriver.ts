@@ -204,6 +204,8 @@ export const make = (
         resume(result)
       }
       const failed = (reason: string) => {
+        // A spawner may tell of bwrap's end after the boot was answered: nothing to read then.
+        if (done) return
         const log = logText()
         finish(Effect.fail(new DriverError({ message: log === "" ? reason : `${reason}: ${log}` })))
       }
