@@ -45,7 +45,15 @@ export type DomainEvent =
   }
 
 export interface DomainEventsShape {
+  /** `readable` and `deliver` at once: for events whose rows are on disk (or that have none). */
   readonly publish: (event: DomainEvent) => Effect.Effect<void>
+  /**
+   * The event's row is committed, its flush may still run: wakes the readers that follow its
+   * operation (event streams), which read what any GET would read by then. Not the subscribers.
+   */
+  readonly readable: (event: DomainEvent) => Effect.Effect<void>
+  /** To the subscribers that follow it, once its commit is on disk (they act on it: webhooks, timers). */
+  readonly deliver: (event: DomainEvent) => Effect.Effect<void>
   /** The events `follows` accepts, published from now on, for the scope's lifetime. */
   readonly subscribe: {
     <A extends DomainEvent>(
@@ -82,11 +90,12 @@ export class DomainEvents extends Context.Tag("svc/events/DomainEvents")<DomainE
           }
           return offers
         })
+      const readable = (event: DomainEvent) =>
+        event._tag === "OperationEvent" ? operationWakeups.wake(event.operationId) : Effect.void
       return {
-        publish: (event) =>
-          event._tag === "OperationEvent"
-            ? Effect.zipRight(operationWakeups.wake(event.operationId), deliver(event))
-            : deliver(event),
+        publish: (event) => Effect.zipRight(readable(event), deliver(event)),
+        readable,
+        deliver,
         subscribe: (follows: (event: DomainEvent) => boolean) =>
           Effect.map(
             Effect.acquireRelease(

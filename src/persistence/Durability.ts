@@ -10,9 +10,10 @@
  * arrive while it runs share the next one.
  *
  * What this changes for readers: a commit is visible to other statements on the connection a moment
- * before it is durable (until its flush ends). Answers and bus events wait for the flush; a read that
- * races a crash may have seen a commit that the restarted svc does not have. That is the same window
- * as GroupCommit.applied, and it is why only work that is safe to redo reads ahead of the disk.
+ * before it is durable (until its flush ends). Answers and the bus's subscribers wait for the flush;
+ * a read (an event stream's included) that races a power loss may have seen a commit that the
+ * restarted svc does not have. That is the same window as GroupCommit.applied, and it is why only
+ * work that is safe to redo reads ahead of the disk.
  */
 import { Context, Data, Effect, FiberRef } from "effect"
 

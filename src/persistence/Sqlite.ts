@@ -102,20 +102,24 @@ const logFlush = (filename: string) => {
   }
 }
 
-export interface Options {
-  /** Wraps the log's flush (tests hold flushes back to see who waits for them). */
-  readonly wrapFlush?: (flush: Flush) => Flush
-}
+/**
+ * Wraps the log's flush: tests hold flushes back to see who waits for them, also in a whole server
+ * (provided around its build). The product flushes as is.
+ */
+export class FlushHook extends Context.Reference<FlushHook>()("svc/persistence/FlushHook", {
+  defaultValue: () => (flush: Flush): Flush => flush
+}) {}
 
-const make = (filename: string, options: Options) =>
+const make = (filename: string) =>
   Effect.gen(function*() {
+    const wrapFlush = yield* FlushHook
     const db = new Sqlite(filename)
     const inMemory = filename === ":memory:" || filename === ""
     const mode = db.pragma("journal_mode = WAL", { simple: true })
     // Only a file in WAL mode has a log to flush. A file system where WAL cannot be had (SQLite
     // answers another mode) keeps SQLite's own flush in every COMMIT instead.
     const log = inMemory ? undefined : mode === "wal" ? logFlush(filename) : undefined
-    const tracker = log === undefined ? undefined : Durability.make(options.wrapFlush?.(log.flush) ?? log.flush)
+    const tracker = log === undefined ? undefined : Durability.make(wrapFlush(log.flush))
     db.pragma(log === undefined ? "synchronous = FULL" : "synchronous = NORMAL")
     yield* Effect.addFinalizer(() =>
       Effect.sync(() => {
@@ -324,5 +328,4 @@ const make = (filename: string, options: Options) =>
   })
 
 /** The connection as SqlClient, SqliteClient, Prepared and Durability. */
-export const layer = (filename: string, options: Options = {}) =>
-  Layer.scopedContext(make(filename, options)).pipe(Layer.provide(Reactivity.layer))
+export const layer = (filename: string) => Layer.scopedContext(make(filename)).pipe(Layer.provide(Reactivity.layer))

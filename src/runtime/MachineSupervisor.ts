@@ -95,16 +95,21 @@ const make = Effect.gen(function*() {
 
   /**
    * Runs `job` in the group commit (one fsync shared with every other accept and actor write ready
-   * at the same time), then publishes the bus events it collected: a subscriber that reads the
-   * table on an event always finds the rows.
+   * at the same time). The readers that follow its operations (event streams) are woken once it is
+   * committed, while its flush runs: they read what a GET would read by then, and the settle's
+   * flush is not on the path of every exec's answer. The bus's subscribers get the events once the
+   * flush ended: a subscriber that reads the table on an event always finds the rows, and nothing
+   * acts (a webhook, a timer) on a commit that a power loss could still take back.
    */
   const persistWith =
     (how: "transaction" | "applied") => <A>(job: (published: Array<DomainEvent>) => Effect.Effect<A>) =>
       Effect.suspend(() => {
         const published: Array<DomainEvent> = []
-        return commit[how](job(published)).pipe(
-          Effect.tap(() => Effect.forEach(published, events.publish, { discard: true }))
-        )
+        const all = (each: (event: DomainEvent) => Effect.Effect<void>) =>
+          Effect.forEach(published, each, { discard: true })
+        return how === "transaction"
+          ? Effect.tap(commit.transaction(job(published), () => all(events.readable)), () => all(events.deliver))
+          : Effect.tap(commit.applied(job(published)), () => all(events.publish))
       })
   const persist = persistWith("transaction")
   /**

@@ -3,25 +3,33 @@
  * loopback port, real SQLite, process machines (what is streamed does not depend on the driver).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Context, Effect } from "effect"
+import { Context, Effect, Queue } from "effect"
+import * as NodeFs from "node:fs"
+import * as NodePath from "node:path"
 import { DomainEvents } from "../../src/events/DomainEvents.js"
+import { type Flush, FlushHook } from "../../src/persistence/Sqlite.js"
 import { client } from "../support/Http.js"
 import { decode, eventually, readEvents, runningMachine, settled, sh } from "../support/Machines.js"
-import { startServer } from "../support/TestServer.js"
+import { startServer, tempDir } from "../support/TestServer.js"
 
 const setup = Effect.gen(function*() {
   const server = yield* startServer()
-  const owner = yield* server.bootstrap("owner@example.com")
-  return {
-    server,
-    api: client(server.url, { key: owner.api_key }),
-    events: (operationId: string, headers: Record<string, string> = {}) =>
-      readEvents(`${server.url}/v1/operations/${operationId}/events`, {
-        authorization: `Bearer ${owner.api_key}`,
-        ...headers
-      })
-  }
+  return yield* withServer(server)
 })
+
+const withServer = (server: Effect.Effect.Success<ReturnType<typeof startServer>>) =>
+  Effect.gen(function*() {
+    const owner = yield* server.bootstrap("owner@example.com")
+    return {
+      server,
+      api: client(server.url, { key: owner.api_key }),
+      events: (operationId: string, headers: Record<string, string> = {}) =>
+        readEvents(`${server.url}/v1/operations/${operationId}/events`, {
+          authorization: `Bearer ${owner.api_key}`,
+          ...headers
+        })
+    }
+  })
 
 describe("operation events", () => {
   it.scopedLive("readers of many operations at once each get their own events only", () =>
@@ -76,6 +84,44 @@ describe("operation events", () => {
       controller.abort()
       yield* eventually(Effect.sync(() => bus.watchingOperation(id) === 0 || undefined))
       yield* api("POST", `/v1/operations/${id}/cancel`)
+    }))
+
+  it.scopedLive("the stream ends once the settle is committed, during its flush; the bus gets it after the flush", () =>
+    Effect.gen(function*() {
+      // The database log's flushes are held back while `holding`, and let go by hand.
+      let holding = false
+      const held: Array<() => void> = []
+      const hold = (flush: Flush): Flush => (done) => holding ? void held.push(() => flush(done)) : flush(done)
+      const release = Effect.sync(() => {
+        holding = false
+        for (const flush of held.splice(0)) flush()
+      })
+      const server = yield* Effect.provideService(startServer(), FlushHook, hold)
+      // Before the server closes, also when an assertion failed.
+      yield* Effect.addFinalizer(() => release)
+      const { api, events } = yield* withServer(server)
+      const machine = yield* runningMachine(api, "flush")
+      // The process driver isolates nothing: the command waits for a file of the test's.
+      const gate = NodePath.join(yield* tempDir, "go")
+      const accepted = yield* api("POST", `/v1/machines/${machine}/exec`, {
+        json: { shell: `while [ ! -e ${gate} ]; do sleep 0.01; done; echo done` }
+      })
+      const id = accepted.body.operation_id as string
+      const bus = Context.get(server.context, DomainEvents)
+      const settles = yield* bus.subscribe((event) => event._tag === "OperationSettled" && event.operationId === id)
+      holding = true
+      NodeFs.writeFileSync(gate, "")
+      const read = yield* events(id).pipe(Effect.disconnect, Effect.timeout("10 seconds"))
+      assert.deepStrictEqual(read.events.slice(-2).map((e) => [e.event, e.data.status]), [
+        ["status", "succeeded"],
+        ["end", "succeeded"]
+      ])
+      // The settle's flush is still held, and no subscriber has heard of it.
+      assert.isAbove(held.length, 0)
+      assert.strictEqual(yield* Queue.size(settles), 0)
+      yield* release
+      const settle = yield* Queue.take(settles).pipe(Effect.timeout("10 seconds"))
+      assert.strictEqual(settle._tag === "OperationSettled" && settle.type, "operation.succeeded")
     }))
 
   it.scopedLive("a reader of an ended operation gets its history and end in one body; after end, nothing", () =>

@@ -29,6 +29,29 @@ describe("domain events", () => {
       ])
     }).pipe(Effect.provide(DomainEvents.layer)))
 
+  it.scoped("readable wakes the operation's followers only, deliver the subscribers only, publish both", () =>
+    Effect.gen(function*() {
+      const bus = yield* DomainEvents
+      const event: DomainEvent = {
+        _tag: "OperationEvent",
+        operationId: "op",
+        machineId: "m",
+        kind: "exec",
+        id: 1,
+        name: "end",
+        data: {}
+      }
+      let woken = 0
+      bus.listenOperation("op", () => woken++)
+      const subscriber = yield* bus.subscribe(() => true)
+      yield* bus.readable(event)
+      assert.deepStrictEqual([woken, yield* Queue.size(subscriber)], [1, 0])
+      yield* bus.deliver(event)
+      assert.deepStrictEqual([woken, yield* Queue.size(subscriber)], [1, 1])
+      yield* bus.publish(event)
+      assert.deepStrictEqual([woken, yield* Queue.size(subscriber)], [2, 2])
+    }).pipe(Effect.provide(DomainEvents.layer)))
+
   it.scoped("a closed subscription receives nothing more and is shut down", () =>
     Effect.gen(function*() {
       const bus = yield* DomainEvents

@@ -28,7 +28,8 @@ describe("group commit", () => {
       const held: Array<() => void> = []
       const wrapFlush = (flush: Sqlite.Flush): Sqlite.Flush => (done) =>
         holding ? void held.push(() => flush(done)) : flush(done)
-      const context = yield* Layer.build(GroupCommit.layer.pipe(Layer.provideMerge(Sqlite.layer(file, { wrapFlush }))))
+      const database = Sqlite.layer(file).pipe(Layer.provide(Layer.succeed(Sqlite.FlushHook, wrapFlush)))
+      const context = yield* Layer.build(GroupCommit.layer.pipe(Layer.provideMerge(database)))
       const commit = Context.get(context, GroupCommit)
       const sql = Context.get(context, SqlClient.SqlClient)
       yield* sql`CREATE TABLE marks (name TEXT)`

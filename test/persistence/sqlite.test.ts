@@ -4,7 +4,7 @@
  */
 import { SqlClient } from "@effect/sql"
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Exit, Fiber, FiberRef, Option, Stream } from "effect"
+import { Deferred, Effect, Exit, Fiber, FiberRef, Layer, Option, Stream } from "effect"
 import * as NodeFs from "node:fs"
 import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
@@ -26,7 +26,11 @@ describe("Sqlite", () => {
     Effect.gen(function*() {
       const file = NodePath.join(NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "svc-sqlite-")), "db.sqlite")
       let flushes = 0
-      const layer = Sqlite.layer(file, { wrapFlush: (flush) => (done) => (flushes++, flush(done)) })
+      const layer = Sqlite.layer(file).pipe(
+        Layer.provide(
+          Layer.succeed(Sqlite.FlushHook, (flush: Sqlite.Flush): Sqlite.Flush => (done) => (flushes++, flush(done)))
+        )
+      )
       yield* Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
         const prepared = yield* Prepared
