@@ -85,15 +85,35 @@ export class GroupCommit extends Context.Tag("svc/persistence/GroupCommit")<Grou
           return exits
         })
 
+      /**
+       * A job alone in its batch (most of them when the host is not busy) runs without a savepoint:
+       * the transaction is its own and rolls back with it. Two statements less per job, about 50 us.
+       */
+      const runAlone = (job: Job) =>
+        Effect.flatMap(Effect.exit(job.run), (exit) => {
+          if (job.early) Deferred.unsafeDone(job.done, exit)
+          return exit
+        })
+
+      /** Each job's own exit; all die together if the batch's commit failed. */
+      const runBatch = (
+        jobs: ReadonlyArray<Job>
+      ): Effect.Effect<ReadonlyArray<Exit.Exit<unknown, unknown>>, never, SqlClient.SqlClient> =>
+        jobs.length === 1
+          ? Effect.map(Effect.exit(prepared.transaction(runAlone(jobs[0]!))), (exit) => [exit])
+          : Effect.map(
+            Effect.exit(prepared.transaction(runJobs(jobs))),
+            (outer) => Exit.isSuccess(outer) ? outer.value : jobs.map(() => Exit.die(outer.cause))
+          )
+
       const commitBatch = (jobs: ReadonlyArray<Job>) =>
         Effect.gen(function*() {
-          const outer = yield* Effect.exit(prepared.transaction(runJobs(jobs)))
+          const exits = yield* runBatch(jobs)
           // The commit's number, recorded by the connection in this fiber: what its jobs wait to be flushed.
           const seq = yield* FiberRef.get(LastCommit)
           for (const [index, job] of jobs.entries()) {
             job.seq = seq
-            // The job's own exit; all die together if the batch's commit failed.
-            const exit = Exit.isSuccess(outer) ? outer.value[index]! : Exit.die(outer.cause)
+            const exit = exits[index]!
             if (job.committed !== undefined && Exit.isSuccess(exit)) {
               yield* job.committed(exit.value).pipe(
                 Effect.catchAllCause((cause) => Effect.logError("after a commit", cause))

@@ -64,9 +64,13 @@ describe("group commit", () => {
       yield* Fiber.join(after)
       assert.deepStrictEqual(held, [])
 
-      // A failing job rolls back alone, early or not.
+      // A failing job rolls back alone, early or not, alone in its commit (no savepoint) or not.
       const failed = yield* Effect.either(commit.applied(Effect.zipRight(insert("half"), Effect.fail("no"))))
       assert.isTrue(failed._tag === "Left")
+      const refused = yield* Effect.either(commit.transaction(Effect.zipRight(insert("refused"), Effect.fail("no"))))
+      assert.deepStrictEqual(refused, Either.left("no"))
+      const died = yield* Effect.exit(commit.transaction(Effect.zipRight(insert("died"), Effect.dieMessage("broken"))))
+      assert.isTrue(Exit.isFailure(died))
       yield* commit.transaction(insert("last"))
       assert.deepStrictEqual(seen(), ["claim", "settle", "after", "last"])
     }))
