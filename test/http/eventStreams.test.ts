@@ -4,7 +4,10 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Fiber, Option } from "effect"
+import * as NodeHttp from "node:http"
+import type * as NodeNet from "node:net"
 import type { Readable } from "node:stream"
+import { pipeline } from "node:stream/promises"
 import { makeWakeups } from "../../src/events/Wakeups.js"
 import { type EventBatch, eventStreamResponse } from "../../src/http/EventStreams.js"
 
@@ -107,6 +110,44 @@ describe("event stream responses", () => {
       assert.strictEqual(wakeups.watching("k"), 1)
       ;(response.body._tag === "Raw" ? response.body.body as Readable : assert.fail("not a stream")).destroy()
       assert.strictEqual(wakeups.watching("k"), 0)
+    }))
+
+  it.scopedLive("the last frames and the response's end leave in one write", () =>
+    Effect.gen(function*() {
+      const wakeups = makeWakeups<string>()
+      const script = scripted([{ frames: "a\n\n", then: "wait" }, { frames: "", then: "wait" }, {
+        frames: "end\n\n",
+        then: "end"
+      }])
+      const response = yield* eventStreamResponse(script.read, (onNews) => wakeups.listen("k", onNews))
+      const body = response.body._tag === "Raw" ? response.body.body as Readable : assert.fail("not a stream")
+      // Piped into a real response as the platform does; each send on the server's socket is counted.
+      let sends = 0
+      const server = NodeHttp.createServer((_, res) => {
+        type Send = (...args: Array<unknown>) => unknown
+        const socket = res.socket as NodeNet.Socket & { _writev: Send; _write: Send }
+        const writev = socket._writev.bind(socket)
+        const write = socket._write.bind(socket)
+        socket._writev = (...args: Array<unknown>) => (sends++, writev(...args))
+        socket._write = (...args: Array<unknown>) => (sends++, write(...args))
+        res.writeHead(200, { "content-type": "text/event-stream" })
+        void pipeline(body, res)
+      })
+      yield* Effect.acquireRelease(
+        Effect.async<void>((resume) => void server.listen(0, "127.0.0.1", () => resume(Effect.void))),
+        () => Effect.sync(() => server.close())
+      )
+      const port = (server.address() as NodeNet.AddressInfo).port
+      const text = Effect.runPromise(Effect.promise(() => fetch(`http://127.0.0.1:${port}/`).then((r) => r.text())))
+      yield* Effect.promise(async () => {
+        while (sends === 0 || script.reads() < 2) await new Promise((resolve) => setTimeout(resolve, 5))
+      })
+      yield* settle
+      const before = sends
+      assert.strictEqual(script.reads(), 2, "waits for news")
+      yield* wakeups.wake("k")
+      assert.strictEqual(yield* Effect.promise(() => text), "a\n\nend\n\n")
+      assert.strictEqual(sends - before, 1, "the last frames and the end in one send")
     }))
 
   it.live("a reader that has seen everything but the end writes nothing until there is more", () =>
