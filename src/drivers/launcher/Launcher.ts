@@ -15,6 +15,7 @@ import { Data, Effect, Fiber, Queue } from "effect"
 import * as NodeChild from "node:child_process"
 import * as NodeFs from "node:fs"
 import type * as NodeNet from "node:net"
+import { onceArgv } from "../ExactlyOnce.js"
 import { realSleep, reapMillis } from "../HostProcess.js"
 import type { OutputStream } from "../MachineDriver.js"
 
@@ -23,6 +24,11 @@ export class LauncherGone extends Data.TaggedError("LauncherGone")<{ readonly re
 
 export interface LaunchRequest {
   readonly argv: ReadonlyArray<string>
+  /**
+   * Run `argv` at most once for this operation id (ExactlyOnce.ts): the launcher keeps the claim
+   * itself, and runs the exactly-once wrapper only when the claim exists already.
+   */
+  readonly once?: string | undefined
   /** Absolute, as the machine sees it. */
   readonly cwd: string
   /** The command's whole environment. */
@@ -60,7 +66,7 @@ const headerBytes = 9
  */
 const maxFrameBytes = 1 << 20
 
-const frame = (type: "R" | "I" | "C" | "K", id: number, payload: Uint8Array | string) => {
+const frame = (type: "R" | "Q" | "I" | "C" | "K", id: number, payload: Uint8Array | string) => {
   const body = typeof payload === "string" ? Buffer.from(payload) : payload
   const header = Buffer.allocUnsafe(headerBytes)
   header.write(type, 0, "latin1")
@@ -70,21 +76,32 @@ const frame = (type: "R" | "I" | "C" | "K", id: number, payload: Uint8Array | st
 }
 
 /** `cwd, stdin mode, argc, argv..., env name, env value, ...`, joined by NUL (no field holds one). */
-const runPayload = (request: LaunchRequest) =>
+const runPayload = (request: LaunchRequest, argv: ReadonlyArray<string>) =>
   [
     request.cwd,
     request.stdin !== undefined || request.input !== undefined ? "p" : "n",
-    String(request.argv.length),
-    ...request.argv,
+    String(argv.length),
+    ...argv,
     ...Object.entries(request.env).flat()
   ].join("\0")
+
+/**
+ * An R frame, or with an operation id a Q frame: the id, then the payload of the wrapper's argv
+ * (the launcher drops the wrapper when it makes the claim itself, and runs it when the claim exists).
+ */
+const runFrame = (id: number, request: LaunchRequest) =>
+  request.once === undefined
+    ? frame("R", id, runPayload(request, request.argv))
+    : frame("Q", id, `${request.once}\0${runPayload(request, onceArgv(request.once, request.argv))}`)
 
 /**
  * Whether a request can travel in a frame. NUL separates its fields, and no argument, name or value
  * can hold one anyway (execve takes C strings): such a request is refused before it is sent.
  */
 export const representable = (request: LaunchRequest) =>
-  [request.cwd, ...request.argv, ...Object.entries(request.env).flat()].every((field) => !field.includes("\0"))
+  [request.cwd, request.once ?? "", ...request.argv, ...Object.entries(request.env).flat()].every((field) =>
+    !field.includes("\0")
+  )
 
 /** The largest piece `coalesce` makes. */
 const coalescedBytes = 1 << 20
@@ -202,7 +219,7 @@ export const spawnLauncher = (argv: ReadonlyArray<string>, logFile: string): Lau
       const id = nextId
       nextId = nextId === 0xffff_ffff ? 1 : nextId + 1
       sinks.set(id, (event) => void Queue.unsafeOffer(events, event))
-      send(frame("R", id, runPayload(request)))
+      send(runFrame(id, request))
       if (request.stdin !== undefined) {
         send(frame("I", id, request.stdin))
         send(frame("C", id, ""))

@@ -3,6 +3,8 @@
  * so an exec costs a fork inside the machine instead of a host spawn plus nsenter every time.
  * Frames both ways on fd 3: type (1 byte), run id (u32 BE), payload length (u32 BE), payload.
  *   from svc: R run (cwd, stdin mode p|n, argc, argv..., env name, value, ... joined by NUL),
+ *             Q run once (the operation id, NUL, then R's payload whose argv is the exactly-once
+ *               wrapper's: see ExactlyOnce.ts and `claim` below),
  *             I stdin bytes, C close stdin, K signal the run's process group (payload: the number)
  *   to svc:   O stdout bytes, E stderr bytes, X exit code (128 + n after a death by signal n)
  * Perl (core modules only) because perl-base is essential on Debian: every machine has it.
@@ -22,7 +24,6 @@ POSIX::_exit(0) if $daemon;
 $SIG{PIPE} = 'IGNORE';
 my $ending = 0;
 $SIG{TERM} = sub { $ending = 1 };
-$SIG{CHLD} = sub { };
 # svc talks to the launcher over fd 3, a socket (a spawned child's stdin is closed by node once
 # the child, here nsenter, exits). Commands must not inherit it.
 # Any other descriptor it was handed (leaks of svc's parents) is closed, so commands get none.
@@ -33,6 +34,18 @@ POSIX::close($_) for @inherited;
 open(my $host, '+<&=', 3) or die "svc-launcher: no fd 3: $!\n";
 binmode $host;
 fcntl($host, Fcntl::F_SETFD(), Fcntl::FD_CLOEXEC());
+# SIGCHLD writes to a pipe that select watches: a command's exit wakes select even when the
+# signal lands while the loop runs Perl code (a handler that only returned would be missed until
+# select's timeout). Made after the inherited descriptors are closed, which would close it too.
+pipe(my $exited, my $onExit) or die "svc-launcher: cannot make a pipe: $!\n";
+$SIG{CHLD} = sub { syswrite($onExit, 'c') };
+
+# The machine's boot as the exactly-once wrapper names it (field 22 of pid 1's stat, split on
+# blanks as the shell splits it): the launcher lives within one boot.
+my $boot = do {
+  open(my $stat, '<', '/proc/1/stat') or die "svc-launcher: no /proc/1/stat: $!\n";
+  (split ' ', scalar <$stat>)[21];
+};
 
 # After its command exits, a run's output is read until its pipes close or this many clock ticks
 # (10 ms each) passed: a background process may hold them open for good.
@@ -56,17 +69,48 @@ sub frame {
   $out .= pack('a N N', $type, $id, length $payload) . $payload unless $hostEnd;
 }
 
+# Frames go to svc as soon as they are made, without waiting for select to find the socket
+# writable (it nearly always is); what the socket does not take now waits for select.
+sub flush {
+  return unless length $out && !$hostEnd;
+  my $sent = syswrite($host, $out);
+  if (defined $sent) { substr($out, 0, $sent) = '' }
+  elsif (!$!{EAGAIN}) { $hostEnd = 1; $out = '' }
+}
+
 sub refuse {
   my ($id, $message) = @_;
   frame('E', $id, "svc: $message\n");
   frame('X', $id, '126');
 }
 
+# The exactly-once claim of ExactlyOnce.ts, kept here on its common path: the claim file made
+# exclusively, holding the boot and the pid of a process that outlives the command (the launcher,
+# which writes the exit file when it reaps the command, also after svc went away). Answers the
+# exit file's path, or undef when the claim exists already (a re-applied operation) or cannot be
+# made: then the wrapper's shell script runs instead, and its waiting and its errors are the only
+# ones. Saves the shell's start on every exec.
+sub claim {
+  my ($operation, $home) = @_;
+  return undef unless defined $home && $operation =~ /^[A-Za-z0-9._-]+$/;
+  my $dir = "$home/.svc/ops";
+  unless (-d $dir) { mkdir "$home/.svc"; mkdir $dir }
+  sysopen(my $claim, "$dir/$operation.claim", Fcntl::O_WRONLY() | Fcntl::O_CREAT() | Fcntl::O_EXCL(), 0666)
+    or return undef;
+  my $line = "$boot $$\n";
+  my $done = syswrite($claim, $line);
+  close $claim;
+  return defined $done && $done == length $line ? "$dir/$operation.exit" : undef;
+}
+
 sub start {
-  my ($id, $payload) = @_;
+  my ($id, $payload, $once) = @_;
   my ($cwd, $mode, $argc, @rest) = split /\0/, $payload, -1;
   my @argv = splice @rest, 0, $argc;
   my %env = @rest;
+  # With an operation id, argv is the wrapper's (sh -c script svc-once id command...).
+  my $exitFile = defined $once ? claim($once, $env{HOME}) : undef;
+  splice @argv, 0, 5 if defined $exitFile;
   my ($or, $ow, $er, $ew, $ir, $iw);
   pipe($or, $ow) && pipe($er, $ew) && ($mode ne 'p' || pipe($ir, $iw)) or return refuse($id, "cannot make pipes: $!");
   my $pid = fork;
@@ -96,7 +140,7 @@ sub start {
     $readers{fileno $_->[0]} = [$id, $_->[1], $_->[0]];
   }
   nonblocking($iw) if defined $iw;
-  $runs{$id} = { pid => $pid, open => 2, stdin => $iw, pending => '', closing => 0 };
+  $runs{$id} = { pid => $pid, open => 2, stdin => $iw, pending => '', closing => 0, exitFile => $exitFile };
   $bypid{$pid} = $id;
 }
 
@@ -110,6 +154,7 @@ sub endStdin {
 sub command {
   my ($type, $id, $payload) = @_;
   return start($id, $payload) if $type eq 'R';
+  return start($id, $2, $1) if $type eq 'Q' && $payload =~ /^([^\0]*)\0(.*)$/s;
   my $run = $runs{$id} or return;
   if ($type eq 'I') { $run->{pending} .= $payload if defined $run->{stdin} }
   elsif ($type eq 'C') { $run->{closing} = 1 }
@@ -122,6 +167,11 @@ sub reap {
     next unless defined $id;
     my $run = $runs{$id};
     $run->{code} = ($? & 127) ? 128 + ($? & 127) : ($? >> 8);
+    # Before svc hears of it: a re-applied operation reads the code from here.
+    if (defined $run->{exitFile} && open(my $exit, '>', $run->{exitFile})) {
+      syswrite($exit, "$run->{code}\n");
+      close $exit;
+    }
     $run->{until} = ticks() + $drainTicks;
     endStdin($run);
   }
@@ -134,22 +184,38 @@ sub closeReader {
   $runs{$reader->[0]}{open}--;
 }
 
+sub readFrom {
+  my ($fd) = @_;
+  my ($id, $type, $fh) = @{$readers{$fd}};
+  my $got = sysread($fh, my $chunk, 1 << 16);
+  if ($got) { frame($type, $id, $chunk) }
+  elsif (defined $got || !$!{EAGAIN}) { closeReader($fd) }
+  return $got;
+}
+
 # Runs whose command exited and whose output is read (or waited for long enough) are reported.
+# The output of an exited command is read here at once: its pipes are usually closed already, and
+# waiting for select to say so would cost a round per pipe.
 sub finish {
   my $now = ticks();
   for my $id (keys %runs) {
     my $run = $runs{$id};
-    next unless defined $run->{code} && ($run->{open} == 0 || $now >= $run->{until});
+    next unless defined $run->{code};
+    for my $fd (grep { $readers{$_}[0] == $id } keys %readers) {
+      1 while length $out < $outLimit && exists $readers{$fd} && readFrom($fd);
+    }
+    next unless $run->{open} == 0 || $now >= $run->{until};
     for my $fd (keys %readers) { closeReader($fd) if $readers{$fd}[0] == $id }
     frame('X', $id, $run->{code});
     delete $runs{$id};
   }
 }
 
-# How long select may sleep. A command's exit closes its pipes just before it becomes reapable,
-# and its SIGCHLD can land between reap() and select: so a run whose pipes closed is polled every
-# millisecond, one that is draining every tick, and any other run every 50 ms in case its signal
-# came too early to wake select.
+# How long select may sleep. A command's exit closes its pipes just before it becomes reapable;
+# its SIGCHLD wakes select through the pipe, but Perl runs the handler between its own steps, so a
+# signal landing inside the select step itself, before the system call, waits for the timeout: a
+# run whose pipes closed is polled every millisecond, one that is draining every tick, and any
+# other run every 50 ms.
 sub timeout {
   my $wait;
   for my $run (values %runs) {
@@ -159,13 +225,15 @@ sub timeout {
   return $wait;
 }
 
-nonblocking($host);
+nonblocking($_) for $host, $exited, $onExit;
 while (1) {
   reap();
   finish();
+  flush();
   last if ($hostEnd || $ending) && !%runs;
   my ($r, $w) = ('', '');
   vec($r, fileno $host, 1) = 1 unless $hostEnd || $ending;
+  vec($r, fileno $exited, 1) = 1;
   if (length $out < $outLimit) { vec($r, $_, 1) = 1 for keys %readers }
   vec($w, fileno $host, 1) = 1 if length $out && !$hostEnd;
   for my $run (values %runs) {
@@ -186,18 +254,8 @@ while (1) {
       command($type, $id, $payload);
     }
   }
-  for my $fd (keys %readers) {
-    next unless vec($rr, $fd, 1);
-    my ($id, $type, $fh) = @{$readers{$fd}};
-    my $got = sysread($fh, my $chunk, 1 << 16);
-    if ($got) { frame($type, $id, $chunk) }
-    elsif (defined $got || !$!{EAGAIN}) { closeReader($fd) }
-  }
-  if (vec($ww, fileno $host, 1)) {
-    my $sent = syswrite($host, $out);
-    if (defined $sent) { substr($out, 0, $sent) = '' }
-    elsif (!$!{EAGAIN}) { $hostEnd = 1; $out = '' }
-  }
+  for my $fd (keys %readers) { readFrom($fd) if vec($rr, $fd, 1) }
+  1 while vec($rr, fileno $exited, 1) && sysread($exited, my $signals, 64);
   for my $run (values %runs) {
     next unless defined $run->{stdin} && vec($ww, fileno $run->{stdin}, 1);
     my $sent = syswrite($run->{stdin}, $run->{pending});

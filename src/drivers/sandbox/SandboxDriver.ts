@@ -370,8 +370,7 @@ export const make = (
         if (tools.perl === undefined) {
           return enterAndRun(id, record, { ...request, cwd, env }, onOutput, stoppedMeanwhile)
         }
-        const argv = wrapOnce(request.argv, request.once)
-        return launcherOf(id, record, tools.perl).run({ ...request, argv, cwd, env }, onOutput).pipe(
+        return launcherOf(id, record, tools.perl).run({ ...request, cwd, env }, onOutput).pipe(
           Effect.catchTag("LauncherGone", (gone) =>
             // A stop kills the launcher a moment before the machine's pid 1 is gone.
             Effect.flatMap(
