@@ -89,7 +89,19 @@ export const runTurn = (spec: TurnSpec, control: TurnControl, sink: TurnSink): E
       const input: Steer = next
       next = undefined
       const isFollowUp = input.inputId !== spec.first.inputId
-      const run = yield* runOnce(spec, control, sink, input, isFollowUp, session, stopped)
+      const resuming = (yield* Ref.get(session)) !== null
+      let run = yield* runOnce(spec, control, sink, input, isFollowUp, session, stopped, resuming)
+      if (run.unresumable) {
+        // The agent refused its session without a word on stdout: a session whose first turn was
+        // ended before the agent wrote it down (claude keeps the transcript only once it has
+        // more than the question). The conversation goes on in a new session rather than
+        // failing every prompt from now on.
+        yield* Effect.logWarning("the agent could not resume its session; starting a new one").pipe(
+          Effect.annotateLogs({ turn_id: spec.turnId, reason: run.stderr })
+        )
+        yield* Ref.set(session, null)
+        run = yield* runOnce(spec, control, sink, input, isFollowUp, session, stopped, false)
+      }
       last = run.outcome
       if (last.outcome !== "completed") break
       if (run.carried !== undefined) {
@@ -113,8 +125,15 @@ const runOnce = (
   input: Steer,
   isFollowUp: boolean,
   session: Ref.Ref<string | null>,
-  stopped: Ref.Ref<boolean>
-): Effect.Effect<{ readonly outcome: TurnOutcome; readonly carried: Steer | undefined }> =>
+  stopped: Ref.Ref<boolean>,
+  resuming: boolean
+): Effect.Effect<{
+  readonly outcome: TurnOutcome
+  readonly carried: Steer | undefined
+  /** A resume that failed before the agent wrote anything on stdout: nothing was reported yet. */
+  readonly unresumable?: boolean
+  readonly stderr?: string
+}> =>
   Effect.gen(function*() {
     const { driver, provider } = spec
     const live = provider.steer === "live"
@@ -144,6 +163,7 @@ const runOnce = (
     const parse = provider.parser()
     let buffer = ""
     let stderr = ""
+    let spoke = false
     const handleLine = (text: string) =>
       Effect.forEach(parse(text), (mapped) => {
         switch (mapped._tag) {
@@ -179,6 +199,7 @@ const runOnce = (
           stderr = (stderr + text).slice(-4096)
           return Effect.void
         }
+        spoke = true
         buffer += text
         const lines = buffer.split("\n")
         buffer = lines.pop() ?? ""
@@ -253,6 +274,9 @@ const runOnce = (
     // A live agent whose stdin svc closed may exit non-zero after its last result.
     if (sawResult && ok && (exitCode === 0 || live)) {
       return done({ outcome: "completed", exitCode, errorCode: null })
+    }
+    if (resuming && !spoke && exitCode !== 0 && carried === undefined) {
+      return { ...done({ outcome: "failed", exitCode, errorCode: "agent_failed" }), unresumable: true, stderr }
     }
     if (!sawResult) {
       yield* sink.event({

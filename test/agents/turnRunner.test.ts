@@ -5,6 +5,8 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber, Queue, Scope, TestClock } from "effect"
+import * as NodeFs from "node:fs"
+import * as NodePath from "node:path"
 import type { AgentProviderShape, Mapped } from "../../src/agents/AgentProvider.js"
 import { runTurn, type Steer, turnMarker } from "../../src/agents/TurnRunner.js"
 import { pidsWithEnv } from "../../src/drivers/HostProcess.js"
@@ -37,7 +39,7 @@ const agent = (script: string): AgentProviderShape => ({
   }
 })
 
-const setup = (script: string) =>
+const setup = (script: string, options: { provider?: AgentProviderShape; sessionId?: string } = {}) =>
   Effect.gen(function*() {
     const dir = yield* tempDir
     const driver = ProcessDriver.make({ dataDir: dir })
@@ -48,6 +50,7 @@ const setup = (script: string) =>
     yield* Effect.addFinalizer(() => Effect.ignore(driver.destroy(machineId)))
     const turnId = `turn-${Math.random().toString(36).slice(2)}`
     const texts: Array<string> = []
+    const sessions: Array<string> = []
     const control = {
       inbox: yield* Queue.unbounded<Steer>(),
       stop: yield* Deferred.make<boolean>(),
@@ -56,30 +59,78 @@ const setup = (script: string) =>
     const run = runTurn(
       {
         driver,
-        provider: agent(script),
+        provider: options.provider ?? agent(script),
         machineId,
         turnId,
         tools: "/nonexistent",
         model: "m",
         effort: null,
-        sessionId: null,
+        sessionId: options.sessionId ?? null,
         first: { inputId: turnId, text: "go" }
       },
       control,
       {
         event: (event) => Effect.sync(() => void texts.push(event.text ?? event.type)),
-        session: () => Effect.void,
+        session: (id) => Effect.sync(() => void sessions.push(id)),
         accepted: () => Effect.void
       }
     )
     const processes = () => pidsWithEnv(turnMarker, turnId)
-    return { run, control, texts, processes }
+    return { run, control, texts, sessions, processes, dir }
   })
 
 /** The escalation waits on the Clock now (it signals through an exec first, which takes real time). */
 const graceStarted = eventually(Effect.map(TestClock.sleeps(), (sleeps) => sleeps.length > 0 ? true : undefined))
 
+/**
+ * A stand-in agent with sessions: resuming one runs `resume`, a new one prints a new session and a
+ * good result. Every run appends a line to `runs` in `dir`.
+ */
+const withSessions = (dir: string, resume: string): AgentProviderShape => ({
+  ...agent(""),
+  plan: (input) => ({
+    argv: [
+      "/bin/sh",
+      "-c",
+      `echo run >> ${dir}/runs; ${
+        input.sessionId === null ? `echo '{"session":"fresh"}'; echo '{"result":true}'` : resume
+      }`
+    ],
+    env: {},
+    stdin: []
+  }),
+  parser: () => (line: string): ReadonlyArray<Mapped> => {
+    const parsed = JSON.parse(line)
+    if (parsed.session !== undefined) return [{ _tag: "session", id: parsed.session }]
+    if (parsed.result !== undefined) return [{ _tag: "result", ok: parsed.result }]
+    return [{ _tag: "event", event: { type: "message", text: line } }]
+  }
+})
+
 describe("turn runner", () => {
+  it.scopedLive("a session the agent cannot resume, refused before a word on stdout, is replaced by a new one", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const provider = withSessions(dir, `echo "No conversation found with session ID: old" >&2; exit 1`)
+      const { run, sessions, texts } = yield* setup("", { provider, sessionId: "old" })
+      const outcome = yield* run
+      assert.strictEqual(outcome.outcome, "completed")
+      assert.deepStrictEqual(sessions, ["fresh"])
+      assert.deepStrictEqual(texts, [], "no error reported for the refused resume")
+      assert.strictEqual(NodeFs.readFileSync(NodePath.join(dir, "runs"), "utf8"), "run\nrun\n")
+    }))
+
+  it.scopedLive("a resumed run that failed after it spoke is not run again", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const provider = withSessions(dir, `echo '{"note":"started"}'; exit 1`)
+      const { run, sessions } = yield* setup("", { provider, sessionId: "old" })
+      const outcome = yield* run
+      assert.strictEqual(outcome.outcome, "failed")
+      assert.deepStrictEqual(sessions, [])
+      assert.strictEqual(NodeFs.readFileSync(NodePath.join(dir, "runs"), "utf8"), "run\n")
+    }))
+
   it.scoped("interrupt: asked with SIGINT, SIGTERM after 10 s, SIGKILL 5 s later (TestClock); the turn ends interrupted", () =>
     Effect.gen(function*() {
       const { control, processes, run, texts } = yield* setup(stubborn)
