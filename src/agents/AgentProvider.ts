@@ -17,6 +17,11 @@ export type Mapped =
   | { readonly _tag: "accepted"; readonly inputId: string }
   /** The agent finished with an input it was given (done or cancelled). */
   | { readonly _tag: "settled"; readonly inputId: string }
+  /**
+   * The agent could not find the session it was asked to resume, and did nothing else: the runner
+   * starts a new session for the same input (TurnRunner.ts).
+   */
+  | { readonly _tag: "unresumable" }
   /** The agent finished a run: `ok` false when it reported a failure. */
   | { readonly _tag: "result"; readonly ok: boolean }
 

@@ -92,10 +92,9 @@ export const runTurn = (spec: TurnSpec, control: TurnControl, sink: TurnSink): E
       const resuming = (yield* Ref.get(session)) !== null
       let run = yield* runOnce(spec, control, sink, input, isFollowUp, session, stopped, resuming)
       if (run.unresumable) {
-        // The agent refused its session without a word on stdout: a session whose first turn was
-        // ended before the agent wrote it down (claude keeps the transcript only once it has
-        // more than the question). The conversation goes on in a new session rather than
-        // failing every prompt from now on.
+        // The agent could not find its session: one whose first turn was ended before the agent
+        // wrote it down (claude keeps the transcript only once it has more than the question).
+        // The conversation goes on in a new session rather than failing every prompt from now on.
         yield* Effect.logWarning("the agent could not resume its session; starting a new one").pipe(
           Effect.annotateLogs({ turn_id: spec.turnId, reason: run.stderr })
         )
@@ -130,7 +129,7 @@ const runOnce = (
 ): Effect.Effect<{
   readonly outcome: TurnOutcome
   readonly carried: Steer | undefined
-  /** A resume that failed before the agent wrote anything on stdout: nothing was reported yet. */
+  /** The agent could not find the session it was to resume, and did nothing: nothing was reported. */
   readonly unresumable?: boolean
   readonly stderr?: string
 }> =>
@@ -163,7 +162,7 @@ const runOnce = (
     const parse = provider.parser()
     let buffer = ""
     let stderr = ""
-    let spoke = false
+    let unresumable = false
     const handleLine = (text: string) =>
       Effect.forEach(parse(text), (mapped) => {
         switch (mapped._tag) {
@@ -186,6 +185,9 @@ const runOnce = (
           case "settled":
             pending.delete(mapped.inputId)
             return pending.size === 0 ? closeStdin : Effect.void
+          case "unresumable":
+            unresumable = true
+            return Effect.void
           case "result":
             sawResult = true
             ok = mapped.ok
@@ -199,7 +201,6 @@ const runOnce = (
           stderr = (stderr + text).slice(-4096)
           return Effect.void
         }
-        spoke = true
         buffer += text
         const lines = buffer.split("\n")
         buffer = lines.pop() ?? ""
@@ -275,7 +276,7 @@ const runOnce = (
     if (sawResult && ok && (exitCode === 0 || live)) {
       return done({ outcome: "completed", exitCode, errorCode: null })
     }
-    if (resuming && !spoke && exitCode !== 0 && carried === undefined) {
+    if (resuming && unresumable && !sawResult && carried === undefined) {
       return { ...done({ outcome: "failed", exitCode, errorCode: "agent_failed" }), unresumable: true, stderr }
     }
     if (!sawResult) {

@@ -80,6 +80,22 @@ describe("agent stream parsers", () => {
     assert.deepStrictEqual(out.at(-1), { _tag: "result", ok: false })
   })
 
+  it("claude: a resume of a session it never wrote down is unresumable, nothing else", () => {
+    const session = "11111111-2222-3333-4444-555555555555"
+    const out = run(claude(), [{
+      type: "result",
+      subtype: "error_during_execution",
+      duration_ms: 0,
+      is_error: true,
+      num_turns: 0,
+      session_id: session,
+      total_cost_usd: 0,
+      usage: { input_tokens: 0, output_tokens: 0 },
+      errors: [`No conversation found with session ID: ${session}`]
+    }])
+    assert.deepStrictEqual(out.filter((m) => m._tag !== "session"), [{ _tag: "unresumable" }])
+  })
+
   it("codex: thread, command execution, message, usage, failure", () => {
     const out = run(codex(), [
       { type: "thread.started", thread_id: "01a20878-c401" },

@@ -102,16 +102,17 @@ const withSessions = (dir: string, resume: string): AgentProviderShape => ({
   parser: () => (line: string): ReadonlyArray<Mapped> => {
     const parsed = JSON.parse(line)
     if (parsed.session !== undefined) return [{ _tag: "session", id: parsed.session }]
+    if (parsed.unresumable !== undefined) return [{ _tag: "unresumable" }]
     if (parsed.result !== undefined) return [{ _tag: "result", ok: parsed.result }]
     return [{ _tag: "event", event: { type: "message", text: line } }]
   }
 })
 
 describe("turn runner", () => {
-  it.scopedLive("a session the agent cannot resume, refused before a word on stdout, is replaced by a new one", () =>
+  it.scopedLive("a session the agent cannot find is replaced by a new one within the turn", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
-      const provider = withSessions(dir, `echo "No conversation found with session ID: old" >&2; exit 1`)
+      const provider = withSessions(dir, `echo '{"unresumable":true}'; echo "No conversation found" >&2; exit 1`)
       const { run, sessions, texts } = yield* setup("", { provider, sessionId: "old" })
       const outcome = yield* run
       assert.strictEqual(outcome.outcome, "completed")
@@ -120,7 +121,7 @@ describe("turn runner", () => {
       assert.strictEqual(NodeFs.readFileSync(NodePath.join(dir, "runs"), "utf8"), "run\nrun\n")
     }))
 
-  it.scopedLive("a resumed run that failed after it spoke is not run again", () =>
+  it.scopedLive("a resumed run that failed otherwise is not run again", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
       const provider = withSessions(dir, `echo '{"note":"started"}'; exit 1`)

@@ -83,6 +83,16 @@ export const parser = () => {
         break
       }
       case "result": {
+        // A resume of a session claude never wrote down (its first turn ended before claude kept
+        // the transcript): it did nothing, and says so.
+        const errors: Array<unknown> = Array.isArray(message.errors) ? message.errors : []
+        if (
+          message.is_error === true && message.num_turns === 0 &&
+          errors.some((error) => /^No conversation found with session ID/.test(String(error)))
+        ) {
+          out.push({ _tag: "unresumable" })
+          break
+        }
         const usage = message.usage ?? {}
         const since = message.model_usage_since_last_result as Record<string, { costUSD?: number }> | undefined
         const cost = since === undefined
