@@ -78,8 +78,19 @@ sub flush {
   elsif (!$!{EAGAIN}) { $hostEnd = 1; $out = '' }
 }
 
+# The exit code of a claimed run, where a re-applied operation reads it (the wrapper's format).
+sub recordExit {
+  my ($exitFile, $code) = @_;
+  return unless defined $exitFile && open(my $exit, '>', $exitFile);
+  syswrite($exit, "$code\n");
+  close $exit;
+}
+
+# A run that cannot start ends with 126, recorded first when it was claimed (else a re-applied
+# operation would wait for it as long as the launcher lives).
 sub refuse {
-  my ($id, $message) = @_;
+  my ($id, $message, $exitFile) = @_;
+  recordExit($exitFile, 126);
   frame('E', $id, "svc: $message\n");
   frame('X', $id, '126');
 }
@@ -112,9 +123,9 @@ sub start {
   my $exitFile = defined $once ? claim($once, $env{HOME}) : undef;
   splice @argv, 0, 5 if defined $exitFile;
   my ($or, $ow, $er, $ew, $ir, $iw);
-  pipe($or, $ow) && pipe($er, $ew) && ($mode ne 'p' || pipe($ir, $iw)) or return refuse($id, "cannot make pipes: $!");
+  pipe($or, $ow) && pipe($er, $ew) && ($mode ne 'p' || pipe($ir, $iw)) or return refuse($id, "cannot make pipes: $!", $exitFile);
   my $pid = fork;
-  return refuse($id, "cannot fork: $!") unless defined $pid;
+  return refuse($id, "cannot fork: $!", $exitFile) unless defined $pid;
   if ($pid == 0) {
     $SIG{$_} = 'DEFAULT' for qw(PIPE TERM CHLD);
     POSIX::setsid();
@@ -167,11 +178,8 @@ sub reap {
     next unless defined $id;
     my $run = $runs{$id};
     $run->{code} = ($? & 127) ? 128 + ($? & 127) : ($? >> 8);
-    # Before svc hears of it: a re-applied operation reads the code from here.
-    if (defined $run->{exitFile} && open(my $exit, '>', $run->{exitFile})) {
-      syswrite($exit, "$run->{code}\n");
-      close $exit;
-    }
+    # Before svc hears of it: a re-applied operation reads the code from there.
+    recordExit($run->{exitFile}, $run->{code});
     $run->{until} = ticks() + $drainTicks;
     endStdin($run);
   }
