@@ -81,6 +81,30 @@ describe("the launcher", () => {
       assert.strictEqual(NodeFs.readFileSync(log, "utf8"), "ran\n")
     }))
 
+  it.scopedLive("claims and exit codes are files made while it idles, linked into place; a gone launcher's are removed", () =>
+    Effect.gen(function*() {
+      const { claimOf, ops, run } = yield* setup
+      const spares = NodePath.join(ops, "spare")
+      NodeFs.mkdirSync(spares, { recursive: true })
+      const stale = NodePath.join(spares, "999999.0")
+      NodeFs.writeFileSync(stale, "")
+      assert.strictEqual(yield* run("op-first", "exit 0"), 0)
+      assert.isFalse(NodeFs.existsSync(stale), "the spare of a launcher that is gone")
+      const inodes = () => NodeFs.readdirSync(spares).map((name) => NodeFs.statSync(NodePath.join(spares, name)).ino)
+      // Made one per idle round after the first claim; polled, the launcher has no signal for it.
+      for (let round = 0; round < 200 && inodes().length < 4; round++) yield* Effect.sleep("10 millis")
+      const made = inodes()
+      assert.strictEqual(made.length, 4)
+      assert.strictEqual(yield* run("op-next", "exit 3"), 3)
+      for (const file of ["op-next.claim", "op-next.exit"]) {
+        const stat = NodeFs.statSync(NodePath.join(ops, file))
+        assert.include(made, stat.ino, `${file} is one of the spares`)
+        assert.strictEqual(stat.nlink, 1, `${file}: the spare's own name is gone`)
+      }
+      assert.strictEqual(claimOf("op-next"), claimOf("op-first"))
+      assert.strictEqual(NodeFs.readFileSync(NodePath.join(ops, "op-next.exit"), "utf8"), "3\n")
+    }))
+
   it.scopedLive("the wrapper waits for a command the launcher claimed; the launcher for one the wrapper claimed", () =>
     Effect.gen(function*() {
       const { home, run } = yield* setup
