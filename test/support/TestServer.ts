@@ -20,9 +20,25 @@ import { Accounts } from "../../src/services/Accounts.js"
 import { PortTokens } from "../../src/services/PortTokens.js"
 import { client } from "./Http.js"
 
+/**
+ * Removes a folder that a process the test started may still write in for a moment after the scope
+ * closed (a launcher ends once it sees its channel closed, and makes spare files while it idles):
+ * rmSync's own retries only retry the last rmdir, so the whole removal is tried again. No sleep, so
+ * that it also works under the TestClock.
+ */
+const removeAll = (dir: string) => {
+  for (let attempt = 1;; attempt++) {
+    try {
+      return NodeFs.rmSync(dir, { recursive: true, force: true })
+    } catch (error) {
+      if (attempt >= 1_000 || (error as NodeJS.ErrnoException).code !== "ENOTEMPTY") throw error
+    }
+  }
+}
+
 export const tempDir = Effect.acquireRelease(
   Effect.sync(() => NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "svc-test-"))),
-  (dir) => Effect.sync(() => NodeFs.rmSync(dir, { recursive: true, force: true }))
+  (dir) => Effect.sync(() => removeAll(dir))
 )
 
 export const freePort = Effect.async<number>((resume) => {
