@@ -21,8 +21,8 @@ import { cpuMillis, ms, pool, summary, tempDir } from "./support.js"
 
 const total = Number(process.argv[2] ?? 20_000)
 const connections = Number(process.argv[3] ?? 64)
-// dist/svc's defaults (bin/build.mjs); SVC_NODE_FLAGS replaces them there and here.
-const nodeFlags = (process.env.SVC_NODE_FLAGS ?? "--max-semi-space-size=2 --heap-growing-percent=10")
+// As dist/svc runs node (bin/build.mjs): SVC_NODE_FLAGS, none by default.
+const nodeFlags = (process.env.SVC_NODE_FLAGS ?? "")
   .split(" ")
   .filter((flag) => flag !== "")
 

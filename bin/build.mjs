@@ -8,17 +8,18 @@ import { build } from "esbuild"
 import * as NodeFs from "node:fs"
 
 /**
- * A small young generation (2 MiB semi-spaces instead of 16-32), an old generation that grows by 10 %
- * at a time instead of up to 4 times, and two malloc arenas: the resident set with 10,000 machines
- * is about 140 MiB instead of 250 (docs/benchmarks.md). V8's --optimize-for-size held it at 135
- * but pins the young generation at 1 MiB whatever --max-semi-space-size says, and cost about a fifth
- * more CPU per operation. `SVC_NODE_FLAGS=` (empty) trades memory for speed.
+ * Node's own heap settings, and two malloc arenas. V8 returns what a burst left behind once the
+ * process idles (its memory reducer): with 10,000 machines the resident set is about 120 MiB
+ * settled, 260 MiB right after creating them (docs/benchmarks.md). The memory-lean flags the
+ * launcher used before (`--max-semi-space-size=2 --heap-growing-percent=10`: 136 MiB right after the
+ * burst) cost 60 % more CPU per accepted operation and doubled the exec's p99 with frequent full
+ * collections; SVC_NODE_FLAGS sets them (or any node flags) for hosts where the peak matters more.
  */
 const launcher = `#!/bin/sh
 # svc as npm start runs it (written by bin/build.mjs).
 export MALLOC_ARENA_MAX="\${MALLOC_ARENA_MAX:-2}"
-# SVC_NODE_FLAGS replaces the memory-lean defaults (set it empty for node's own, faster settings).
-exec node \${SVC_NODE_FLAGS---max-semi-space-size=2 --heap-growing-percent=10} "$(dirname "$0")/cli/svc.mjs" "$@"
+# SVC_NODE_FLAGS: node flags, e.g. "--max-semi-space-size=2 --heap-growing-percent=10" for a lower peak.
+exec node \${SVC_NODE_FLAGS:-} "$(dirname "$0")/cli/svc.mjs" "$@"
 `
 
 await build({
