@@ -13,10 +13,10 @@ import { Effect } from "effect"
 import { Api } from "./api/Api.js"
 
 export { Api } from "./api/Api.js"
-export * as Errors from "./api/Errors.js"
 export { AppLive, ServicesLive } from "./App.js"
-export { AppConfig, type AppConfigShape, layer as AppConfigFromEnv } from "./config/AppConfig.js"
 export { RoutesLive } from "./http/Server.js"
+export { AppConfig, type AppConfigShape, layer as AppConfigFromEnv } from "./kernel/config/AppConfig.js"
+export * as Errors from "./kernel/http/Errors.js"
 
 export interface ClientOptions {
   readonly baseUrl: string

@@ -3,16 +3,16 @@
  * programs embedding svc and the CLI use.
  */
 import { HttpApi, OpenApi } from "@effect/platform"
+import { BodyTooLarge, InternalError, InvalidRequest, RateLimited } from "../kernel/http/Errors.js"
+import { wire } from "../kernel/http/Problem.js"
 import { AgentsApi } from "./AgentsApi.js"
 import { ApiKeysApi } from "./ApiKeysApi.js"
 import { AuthApi } from "./AuthApi.js"
 import { EnvironmentsApi } from "./EnvironmentsApi.js"
-import { BodyTooLarge, InternalError, InvalidRequest, RateLimited } from "./Errors.js"
 import { LimitsApi } from "./LimitsApi.js"
 import { MachinesApi } from "./MachinesApi.js"
 import { MembersApi } from "./MembersApi.js"
 import { OperationsApi } from "./OperationsApi.js"
-import { wire } from "./Problem.js"
 import { SnapshotsApi } from "./SnapshotsApi.js"
 
 export class Api extends HttpApi.make("svc")

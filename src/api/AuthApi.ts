@@ -1,10 +1,10 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "@effect/platform"
 import { Schema } from "effect"
-import { Authorization } from "./Authorization.js"
-import { RequestBody } from "./Dto.js"
-import { EmailUnavailable, InvalidCode, RateLimited, UnsupportedProvider } from "./Errors.js"
-import { Policy, policy } from "./Policy.js"
-import { wire } from "./Problem.js"
+import { Authorization } from "../kernel/http/Authorization.js"
+import { RequestBody } from "../kernel/http/Dto.js"
+import { EmailUnavailable, InvalidCode, RateLimited, UnsupportedProvider } from "../kernel/http/Errors.js"
+import { Policy, policy } from "../kernel/http/Policy.js"
+import { wire } from "../kernel/http/Problem.js"
 
 export const SignInProvidersDto = Schema.Struct({
   access: Schema.String,

@@ -1,13 +1,13 @@
 /** Environments (extensions.md §6): versioned, write-only variables for machines. */
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "@effect/platform"
 import { Schema } from "effect"
-import { SecretsUnavailable } from "../services/SecretBox.js"
-import { Authorization } from "./Authorization.js"
-import { RequestBody, Timestamp, Uuid } from "./Dto.js"
-import { ResourceNotFound } from "./Errors.js"
+import { SecretsUnavailable } from "../kernel/crypto/SecretBox.js"
+import { Authorization } from "../kernel/http/Authorization.js"
+import { RequestBody, Timestamp, Uuid } from "../kernel/http/Dto.js"
+import { ResourceNotFound } from "../kernel/http/Errors.js"
+import { Policy, policy } from "../kernel/http/Policy.js"
+import { problem, ProblemFields, wire } from "../kernel/http/Problem.js"
 import { AcceptedChange } from "./MachinesApi.js"
-import { Policy, policy } from "./Policy.js"
-import { problem, ProblemFields, wire } from "./Problem.js"
 
 export class EnvironmentInUse extends Schema.TaggedError<EnvironmentInUse>()(
   "environment_in_use",

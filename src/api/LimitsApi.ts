@@ -1,7 +1,7 @@
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
-import { Authorization } from "./Authorization.js"
-import { Policy, policy } from "./Policy.js"
+import { Authorization } from "../kernel/http/Authorization.js"
+import { Policy, policy } from "../kernel/http/Policy.js"
 
 const Usage = Schema.Struct({ limit: Schema.Int, used: Schema.Int })
 

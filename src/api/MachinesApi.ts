@@ -1,13 +1,13 @@
 /** Machines (extensions.md §5): the resource, its settings, and the routes that accept operations. */
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
-import { Authorization } from "./Authorization.js"
-import { NullableTimestamp, RequestBody, Timestamp, Uuid } from "./Dto.js"
-import { acceptErrors, stateErrors, withErrors } from "./ErrorLists.js"
-import { ResourceNotFound } from "./Errors.js"
-import { LimitExceeded, MachineDeleted, NameTaken } from "./MachineErrors.js"
-import { Policy, policy } from "./Policy.js"
-import { wire } from "./Problem.js"
+import { Authorization } from "../kernel/http/Authorization.js"
+import { NullableTimestamp, RequestBody, Timestamp, Uuid } from "../kernel/http/Dto.js"
+import { acceptErrors, stateErrors, withErrors } from "../kernel/http/ErrorLists.js"
+import { ResourceNotFound } from "../kernel/http/Errors.js"
+import { LimitExceeded, MachineDeleted, NameTaken } from "../kernel/http/MachineErrors.js"
+import { Policy, policy } from "../kernel/http/Policy.js"
+import { wire } from "../kernel/http/Problem.js"
 import { NoSnapshot, SnapshotPending } from "./SnapshotErrors.js"
 
 export const MachineState = Schema.Literal(

@@ -1,11 +1,11 @@
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
-import { Preset, Role } from "../domain/Access.js"
-import { Authorization } from "./Authorization.js"
-import { RequestBody, Timestamp, Uuid } from "./Dto.js"
-import { ResourceNotFound } from "./Errors.js"
-import { Policy, policy } from "./Policy.js"
-import { wire } from "./Problem.js"
+import { Preset, Role } from "../kernel/domain/Access.js"
+import { Authorization } from "../kernel/http/Authorization.js"
+import { RequestBody, Timestamp, Uuid } from "../kernel/http/Dto.js"
+import { ResourceNotFound } from "../kernel/http/Errors.js"
+import { Policy, policy } from "../kernel/http/Policy.js"
+import { wire } from "../kernel/http/Problem.js"
 
 export const MemberDto = Schema.Struct({
   user_id: Uuid,

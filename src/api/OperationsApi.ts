@@ -1,12 +1,12 @@
 /** Operations (api.md "Operations", extensions.md §7): read, list per machine, cancel, events. */
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "@effect/platform"
 import { Schema } from "effect"
-import { Authorization } from "./Authorization.js"
-import { NullableTimestamp, Timestamp, Uuid } from "./Dto.js"
-import { ResourceNotFound } from "./Errors.js"
+import { Authorization } from "../kernel/http/Authorization.js"
+import { NullableTimestamp, Timestamp, Uuid } from "../kernel/http/Dto.js"
+import { ResourceNotFound } from "../kernel/http/Errors.js"
+import { Policy, policy } from "../kernel/http/Policy.js"
+import { wire } from "../kernel/http/Problem.js"
 import { StopReason } from "./MachinesApi.js"
-import { Policy, policy } from "./Policy.js"
-import { wire } from "./Problem.js"
 
 export const OperationStatus = Schema.Literal(
   "pending",

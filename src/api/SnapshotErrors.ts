@@ -1,6 +1,6 @@
 /** The error codes of snapshots and templates (api.md "Errors"), shared by SnapshotsApi and MachinesApi. */
 import { Schema } from "effect"
-import { problem, ProblemFields } from "./Problem.js"
+import { problem, ProblemFields } from "../kernel/http/Problem.js"
 
 export class SnapshotLimitReached extends Schema.TaggedError<SnapshotLimitReached>()(
   "snapshot_limit_reached",

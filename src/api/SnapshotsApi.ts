@@ -5,14 +5,14 @@
  */
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
-import { Authorization } from "./Authorization.js"
-import { NullableTimestamp, RequestBody, Timestamp, Uuid } from "./Dto.js"
-import { acceptErrors, stateErrors, withErrors } from "./ErrorLists.js"
-import { ResourceNotFound } from "./Errors.js"
-import { LimitExceeded } from "./MachineErrors.js"
+import { Authorization } from "../kernel/http/Authorization.js"
+import { NullableTimestamp, RequestBody, Timestamp, Uuid } from "../kernel/http/Dto.js"
+import { acceptErrors, stateErrors, withErrors } from "../kernel/http/ErrorLists.js"
+import { ResourceNotFound } from "../kernel/http/Errors.js"
+import { LimitExceeded } from "../kernel/http/MachineErrors.js"
+import { Policy, policy } from "../kernel/http/Policy.js"
+import { wire } from "../kernel/http/Problem.js"
 import { IdempotencyHeaders } from "./MachinesApi.js"
-import { Policy, policy } from "./Policy.js"
-import { wire } from "./Problem.js"
 import {
   NoSnapshot,
   SnapshotLimitReached,

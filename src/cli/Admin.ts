@@ -1,7 +1,7 @@
 import { Command, Options } from "@effect/cli"
 import { ConfigProvider, Console, Effect, Layer, Option } from "effect"
 import { IdentityLive } from "../App.js"
-import * as AppConfig from "../config/AppConfig.js"
+import * as AppConfig from "../kernel/config/AppConfig.js"
 import { Accounts } from "../services/Accounts.js"
 
 /**

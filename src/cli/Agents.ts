@@ -1,7 +1,7 @@
 import { Command, Options } from "@effect/cli"
 import { Console, Effect, Option } from "effect"
 import { install } from "../agents/Tools.js"
-import * as AppConfig from "../config/AppConfig.js"
+import * as AppConfig from "../kernel/config/AppConfig.js"
 
 /**
  * `svc agents install [--dir DIR]`: installs the three command-line agents with npm into the

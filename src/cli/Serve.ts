@@ -1,7 +1,7 @@
 import { Command, Options } from "@effect/cli"
 import { ConfigProvider, Effect, Layer, Option } from "effect"
 import { AppLive } from "../App.js"
-import * as AppConfig from "../config/AppConfig.js"
+import * as AppConfig from "../kernel/config/AppConfig.js"
 
 const flag = (name: string) => Options.text(name).pipe(Options.optional)
 

@@ -8,7 +8,7 @@
  * host is fixed and svc restarted. So `npm start` works on a fresh machine.
  */
 import { Effect, Layer } from "effect"
-import { agentsDirOf, AppConfig } from "../config/AppConfig.js"
+import { agentsDirOf, AppConfig } from "../kernel/config/AppConfig.js"
 import { DriverError, MachineDriver, type MachineDriverShape, NotRunning } from "./MachineDriver.js"
 import * as ProcessDriver from "./process/ProcessDriver.js"
 import * as SandboxDriver from "./sandbox/SandboxDriver.js"

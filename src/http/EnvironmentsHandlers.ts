@@ -1,10 +1,10 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { Api } from "../api/Api.js"
-import { iso } from "../api/Dto.js"
+import { currentOrganization, currentUser } from "../kernel/http/CallerContext.js"
+import { iso } from "../kernel/http/Dto.js"
 import type { EnvironmentRow } from "../persistence/EnvironmentsRepo.js"
 import { Environments } from "../services/Environments.js"
-import { currentOrganization, currentUser } from "./CallerContext.js"
 
 /** Values are write-only: the answer names the variables, never their values. */
 const environmentDto = (row: EnvironmentRow) => ({

@@ -1,8 +1,8 @@
 /** Rows to the DTOs of api.md and extensions.md §5. */
-import { iso, isoOrNull } from "../api/Dto.js"
 import type { MachineDto } from "../api/MachinesApi.js"
 import type { OperationDto } from "../api/OperationsApi.js"
-import { parsePorts, portUrl } from "../domain/Ports.js"
+import { parsePorts, portUrl } from "../kernel/domain/Ports.js"
+import { iso, isoOrNull } from "../kernel/http/Dto.js"
 import type { MachineRow } from "../persistence/MachinesRepo.js"
 import type { OperationRow } from "../persistence/OperationsRepo.js"
 

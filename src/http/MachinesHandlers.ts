@@ -1,13 +1,13 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { Api } from "../api/Api.js"
-import { iso } from "../api/Dto.js"
-import { AppConfig } from "../config/AppConfig.js"
+import { AppConfig } from "../kernel/config/AppConfig.js"
+import { currentOrganization, currentUser, requester } from "../kernel/http/CallerContext.js"
+import { iso } from "../kernel/http/Dto.js"
 import { MachinesRepo } from "../persistence/MachinesRepo.js"
 import { Machines } from "../services/Machines.js"
 import { PortTokens } from "../services/PortTokens.js"
 import { Snapshots } from "../services/Snapshots.js"
-import { currentOrganization, currentUser, requester } from "./CallerContext.js"
 import { machineDto } from "./MachineDtos.js"
 
 export const MachinesHandlers = HttpApiBuilder.group(Api, "machines", (handlers) =>

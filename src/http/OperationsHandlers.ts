@@ -1,14 +1,14 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Option } from "effect"
 import { Api } from "../api/Api.js"
-import { ResourceNotFound } from "../api/Errors.js"
-import { DomainEvents } from "../events/DomainEvents.js"
+import { DomainEvents } from "../kernel/events/DomainEvents.js"
+import { currentOrganization } from "../kernel/http/CallerContext.js"
+import { ResourceNotFound } from "../kernel/http/Errors.js"
+import { eventStreamResponse } from "../kernel/http/EventStreams.js"
 import { MachinesRepo } from "../persistence/MachinesRepo.js"
 import { type EventRow, type OperationRow, OperationsRepo, terminalStatuses } from "../persistence/OperationsRepo.js"
 import { HostCapacity } from "../runtime/HostCapacity.js"
 import { MachineSupervisor } from "../runtime/MachineSupervisor.js"
-import { currentOrganization } from "./CallerContext.js"
-import { eventStreamResponse } from "./EventStreams.js"
 import { operationDto } from "./MachineDtos.js"
 
 const notFound = new ResourceNotFound({ detail: "Operation not found" })

@@ -2,12 +2,12 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { Api } from "../api/Api.js"
-import { iso, isoOrNull } from "../api/Dto.js"
 import type { SnapshotDto } from "../api/SnapshotsApi.js"
+import { iso, isoOrNull } from "../kernel/http/Dto.js"
 import type { SnapshotRow } from "../persistence/SnapshotsRepo.js"
 
+import { currentOrganization, requester } from "../kernel/http/CallerContext.js"
 import { Snapshots } from "../services/Snapshots.js"
-import { currentOrganization, requester } from "./CallerContext.js"
 
 export const snapshotDto = (row: SnapshotRow): SnapshotDto => ({
   id: row.id,

@@ -1,7 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer, Option } from "effect"
-import type { Preset, Role } from "../domain/Access.js"
-import { Prepared } from "./Sqlite.js"
+import type { Preset, Role } from "../kernel/domain/Access.js"
+import { Prepared } from "../kernel/sql/Sqlite.js"
 
 export interface ApiKeyRow {
   readonly id: string

@@ -1,7 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer } from "effect"
-import type { MachineState } from "../domain/MachineStates.js"
-import { Prepared } from "./Sqlite.js"
+import type { MachineState } from "../kernel/domain/MachineStates.js"
+import { Prepared } from "../kernel/sql/Sqlite.js"
 
 export interface MachineRow {
   readonly id: string

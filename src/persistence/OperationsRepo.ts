@@ -1,7 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer } from "effect"
-import type { OperationKind } from "../domain/MachineStates.js"
-import { Prepared } from "./Sqlite.js"
+import type { OperationKind } from "../kernel/domain/MachineStates.js"
+import { Prepared } from "../kernel/sql/Sqlite.js"
 
 export type OperationStatus = "pending" | "running" | "succeeded" | "failed" | "uncertain" | "correlation_miss"
 

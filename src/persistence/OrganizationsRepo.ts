@@ -1,8 +1,8 @@
 import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer, Option } from "effect"
-import type { Role } from "../domain/Access.js"
-import { uuidv7 } from "../domain/Ids.js"
-import { Prepared } from "./Sqlite.js"
+import type { Role } from "../kernel/domain/Access.js"
+import { uuidv7 } from "../kernel/domain/Ids.js"
+import { Prepared } from "../kernel/sql/Sqlite.js"
 
 export interface OrganizationRow {
   readonly id: string

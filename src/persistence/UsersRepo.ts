@@ -1,7 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer, Option } from "effect"
-import { uuidv7 } from "../domain/Ids.js"
-import { Prepared } from "./Sqlite.js"
+import { uuidv7 } from "../kernel/domain/Ids.js"
+import { Prepared } from "../kernel/sql/Sqlite.js"
 
 export interface UserRow {
   readonly id: string

@@ -6,9 +6,9 @@
  */
 import { Clock, type Context, Effect, Exit, Option } from "effect"
 import type { ExecResult, FileRange } from "../api/OperationsApi.js"
-import { conflictOf, type MachineConflict, makesMachine } from "../domain/MachineStates.js"
-import { type ExposedPort, findPort, parsePorts, portsJson, withoutPort, withPort } from "../domain/Ports.js"
 import type { DriverError, MachineDriverShape, MachineSpec, NotRunning } from "../drivers/MachineDriver.js"
+import { conflictOf, type MachineConflict, makesMachine } from "../kernel/domain/MachineStates.js"
+import { type ExposedPort, findPort, parsePorts, portsJson, withoutPort, withPort } from "../kernel/domain/Ports.js"
 import type { MachinePatch, MachineRow } from "../persistence/MachinesRepo.js"
 import type { OperationRow } from "../persistence/OperationsRepo.js"
 import { fillSourceOf, type SnapshotWork } from "../snapshots/SnapshotWork.js"

@@ -9,7 +9,7 @@
  * operation row keeps `queued_at` and the expiry, so a restart keeps both.
  */
 import { Clock, Context, Deferred, Effect, Layer } from "effect"
-import { AppConfig } from "../config/AppConfig.js"
+import { AppConfig } from "../kernel/config/AppConfig.js"
 import { MachinesRepo } from "../persistence/MachinesRepo.js"
 
 export type QueuePriority = "paid" | "trial"

@@ -7,7 +7,7 @@
  */
 import { SqlClient } from "@effect/sql"
 import { Clock, Duration, Effect, Layer, Schedule } from "effect"
-import { GroupCommit } from "../persistence/GroupCommit.js"
+import { GroupCommit } from "../kernel/sql/GroupCommit.js"
 
 /** How long an idempotency key replays its operation (docs/operations.md). */
 export const idempotencyRetention = Duration.hours(24)

@@ -4,7 +4,7 @@
  * expected (failed, cancelled, correlation miss), so a failed start does not leave later requests
  * believing the machine will run.
  */
-import { type MachineState, makesMachine, type OperationKind, projectedAfter } from "../domain/MachineStates.js"
+import { type MachineState, makesMachine, type OperationKind, projectedAfter } from "../kernel/domain/MachineStates.js"
 
 export const project = (
   state: MachineState,

@@ -10,7 +10,7 @@
  * second later (work in flight is activity; its turn comes first).
  */
 import { Clock, Duration, Effect, Layer, Queue } from "effect"
-import { type DomainEvent, DomainEvents } from "../events/DomainEvents.js"
+import { type DomainEvent, DomainEvents } from "../kernel/events/DomainEvents.js"
 import { MachinesRepo } from "../persistence/MachinesRepo.js"
 import { Machines } from "../services/Machines.js"
 

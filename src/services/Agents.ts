@@ -25,19 +25,19 @@ import {
   ProviderMismatch,
   type ProviderModelsDto
 } from "../api/AgentsApi.js"
-import { iso, isoOrNull } from "../api/Dto.js"
-import { BodyTooLarge, InvalidRequest } from "../api/Errors.js"
-import { GuestActionFailed, requireRunning, RuntimeUnavailable } from "../api/MachineErrors.js"
-import { agentsDirOf, AppConfig } from "../config/AppConfig.js"
-import { uuidv7 } from "../domain/Ids.js"
 import { MachineDriver } from "../drivers/MachineDriver.js"
-import { makeWakeups } from "../events/Wakeups.js"
+import { agentsDirOf, AppConfig } from "../kernel/config/AppConfig.js"
+import { sha256 } from "../kernel/crypto/Tokens.js"
+import { uuidv7 } from "../kernel/domain/Ids.js"
+import { makeWakeups } from "../kernel/events/Wakeups.js"
+import { iso, isoOrNull } from "../kernel/http/Dto.js"
+import { BodyTooLarge, InvalidRequest } from "../kernel/http/Errors.js"
+import { GuestActionFailed, requireRunning, RuntimeUnavailable } from "../kernel/http/MachineErrors.js"
+import { GroupCommit } from "../kernel/sql/GroupCommit.js"
+import { makeIdempotency } from "../kernel/sql/Idempotency.js"
 import { AgentConversationsRepo, type ConversationRow, type TurnRow } from "../persistence/AgentConversationsRepo.js"
 import { type AgentEventRow, AgentEventsRepo } from "../persistence/AgentEventsRepo.js"
-import { GroupCommit } from "../persistence/GroupCommit.js"
-import { makeIdempotency } from "./Idempotency.js"
 import { canonicalJson, Machines, type Requester } from "./Machines.js"
-import { sha256 } from "./Secrets.js"
 
 /** A running turn's live parts: its inbox, its stop signal and whether it still takes steers. */
 interface TurnHandle {

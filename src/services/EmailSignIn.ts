@@ -5,14 +5,14 @@
  * do not use it up (extensions.md §12).
  */
 import { Clock, Context, Effect, Layer, Option } from "effect"
-import { EmailUnavailable, InvalidCode, UnsupportedProvider } from "../api/Errors.js"
-import { AppConfig } from "../config/AppConfig.js"
-import { uuidv7 } from "../domain/Ids.js"
-import { Mail } from "../mail/Mail.js"
+import { AppConfig } from "../kernel/config/AppConfig.js"
+import { randomToken, safeEqual, sha256, sixDigitCode } from "../kernel/crypto/Tokens.js"
+import { uuidv7 } from "../kernel/domain/Ids.js"
+import { EmailUnavailable, InvalidCode, UnsupportedProvider } from "../kernel/http/Errors.js"
+import { RateLimiter } from "../kernel/http/RateLimiter.js"
+import { Mail } from "../kernel/mail/Mail.js"
 import { type EmailSignInRow, EmailSignInsRepo } from "../persistence/EmailSignInsRepo.js"
 import { Accounts, normalizeEmail } from "./Accounts.js"
-import { RateLimiter } from "./RateLimiter.js"
-import { randomToken, safeEqual, sha256, sixDigitCode } from "./Secrets.js"
 
 export const EMAIL_STATE_COOKIE = "svc_email_state"
 export const codeLifetimeMillis = 10 * 60_000

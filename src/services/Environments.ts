@@ -5,15 +5,15 @@
  */
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import { EnvironmentInUse } from "../api/EnvironmentsApi.js"
-import { ResourceNotFound } from "../api/Errors.js"
 import type { AcceptedChange } from "../api/MachinesApi.js"
-import { uuidv7 } from "../domain/Ids.js"
+import { SecretBox } from "../kernel/crypto/SecretBox.js"
+import { uuidv7 } from "../kernel/domain/Ids.js"
+import { ResourceNotFound } from "../kernel/http/Errors.js"
+import { GroupCommit } from "../kernel/sql/GroupCommit.js"
+import { IdempotencyKeysRepo } from "../kernel/sql/IdempotencyKeysRepo.js"
 import { type EnvironmentRow, EnvironmentsRepo } from "../persistence/EnvironmentsRepo.js"
-import { GroupCommit } from "../persistence/GroupCommit.js"
-import { IdempotencyKeysRepo } from "../persistence/IdempotencyKeysRepo.js"
 import { type Variables, variablesOf } from "./EnvironmentVariables.js"
 import { Machines, type Requester } from "./Machines.js"
-import { SecretBox } from "./SecretBox.js"
 
 const notFound = new ResourceNotFound({ detail: "Environment not found" })
 

@@ -5,8 +5,8 @@
  * cannot both take the last slot. Money rules belong to billing, not here.
  */
 import { Clock, Context, Effect, Layer, Option } from "effect"
-import { LimitExceeded } from "../api/MachineErrors.js"
-import { AppConfig, type AppConfigShape, type Tier } from "../config/AppConfig.js"
+import { AppConfig, type AppConfigShape, type Tier } from "../kernel/config/AppConfig.js"
+import { LimitExceeded } from "../kernel/http/MachineErrors.js"
 import type { MachineRow } from "../persistence/MachinesRepo.js"
 import { MachinesRepo } from "../persistence/MachinesRepo.js"
 import { OperationsRepo } from "../persistence/OperationsRepo.js"

@@ -4,13 +4,13 @@
  * machine, the port and the expiry, so a token opens exactly that port until it expires.
  */
 import { Clock, Context, Effect, Layer, Option } from "effect"
-import { ResourceNotFound } from "../api/Errors.js"
-import { AppConfig } from "../config/AppConfig.js"
-import { uuidv7 } from "../domain/Ids.js"
-import { findPort, parsePorts, portUrl } from "../domain/Ports.js"
+import { AppConfig } from "../kernel/config/AppConfig.js"
+import { randomToken, sha256 } from "../kernel/crypto/Tokens.js"
+import { uuidv7 } from "../kernel/domain/Ids.js"
+import { findPort, parsePorts, portUrl } from "../kernel/domain/Ports.js"
+import { ResourceNotFound } from "../kernel/http/Errors.js"
 import { MachinesRepo } from "../persistence/MachinesRepo.js"
 import { PortTokensRepo } from "../persistence/PortTokensRepo.js"
-import { randomToken, sha256 } from "./Secrets.js"
 
 export interface NewPortToken {
   readonly token: string

@@ -4,9 +4,9 @@
  * the session, so a token from another session never passes).
  */
 import { Clock, Context, Effect, Layer, Option } from "effect"
-import { uuidv7 } from "../domain/Ids.js"
+import { randomToken, safeEqual, sha256 } from "../kernel/crypto/Tokens.js"
+import { uuidv7 } from "../kernel/domain/Ids.js"
 import { type SessionRow, SessionsRepo } from "../persistence/SessionsRepo.js"
-import { randomToken, safeEqual, sha256 } from "./Secrets.js"
 
 export const SESSION_COOKIE = "svc_session"
 export const CSRF_COOKIE = "svc_csrf"

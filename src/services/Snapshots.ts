@@ -7,8 +7,6 @@
  * operation when its `end` event passes, and at start.
  */
 import { Clock, Context, Effect, Layer, Option, Queue, Runtime } from "effect"
-import { ResourceNotFound } from "../api/Errors.js"
-import { machineConflicts } from "../api/MachineErrors.js"
 import type { AcceptedChange, CreateMachineRequest } from "../api/MachinesApi.js"
 import {
   NoSnapshot,
@@ -18,17 +16,19 @@ import {
   TemplateNameTaken
 } from "../api/SnapshotErrors.js"
 import type { DeleteResult, SnapshotAccepted, SnapshotDeleteResults } from "../api/SnapshotsApi.js"
-import { AppConfig, defaultSnapshotSettings } from "../config/AppConfig.js"
-import { uuidPattern, uuidv7 } from "../domain/Ids.js"
-import { conflictOf } from "../domain/MachineStates.js"
-import { type DomainEvent, DomainEvents } from "../events/DomainEvents.js"
+import { AppConfig, defaultSnapshotSettings } from "../kernel/config/AppConfig.js"
+import { sha256 } from "../kernel/crypto/Tokens.js"
+import { uuidPattern, uuidv7 } from "../kernel/domain/Ids.js"
+import { conflictOf } from "../kernel/domain/MachineStates.js"
+import { type DomainEvent, DomainEvents } from "../kernel/events/DomainEvents.js"
+import { ResourceNotFound } from "../kernel/http/Errors.js"
+import { machineConflicts } from "../kernel/http/MachineErrors.js"
 import { type MachineRow, MachinesRepo } from "../persistence/MachinesRepo.js"
 import { isTerminal, OperationsRepo } from "../persistence/OperationsRepo.js"
 import { type SnapshotRow, SnapshotsRepo } from "../persistence/SnapshotsRepo.js"
 import { readyPatch } from "../snapshots/Manifest.js"
 import { Store } from "../snapshots/SnapshotStoreLive.js"
 import { canonicalJson, Machines, type Origin, type Requester } from "./Machines.js"
-import { sha256 } from "./Secrets.js"
 
 /** The settings a fork or a restore copies from its source machine. */
 const settingsOf = (machine: MachineRow, name: string, start: boolean): CreateMachineRequest => ({

@@ -5,7 +5,7 @@
  */
 import { Context, Effect, Layer } from "effect"
 import * as NodePath from "node:path"
-import { AppConfig } from "../config/AppConfig.js"
+import { AppConfig } from "../kernel/config/AppConfig.js"
 import { SnapshotsRepo } from "../persistence/SnapshotsRepo.js"
 import { SnapshotStore } from "./Store.js"
 

@@ -10,12 +10,17 @@ import * as NodeNet from "node:net"
 import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
 import { ServicesLive, servicesWith } from "../../src/App.js"
-import { AppConfig, type AppConfigShape, defaultHostCapacity, defaultLimits } from "../../src/config/AppConfig.js"
 import * as Drivers from "../../src/drivers/Drivers.js"
 import { MachineDriver, type MachineDriverShape } from "../../src/drivers/MachineDriver.js"
-import { DomainEvents } from "../../src/events/DomainEvents.js"
 import { nodeServerOn, RoutesLive } from "../../src/http/Server.js"
-import { readOutbox } from "../../src/mail/Outbox.js"
+import {
+  AppConfig,
+  type AppConfigShape,
+  defaultHostCapacity,
+  defaultLimits
+} from "../../src/kernel/config/AppConfig.js"
+import { DomainEvents } from "../../src/kernel/events/DomainEvents.js"
+import { readOutbox } from "../../src/kernel/mail/Outbox.js"
 import { Accounts } from "../../src/services/Accounts.js"
 import { PortTokens } from "../../src/services/PortTokens.js"
 import { client } from "./Http.js"

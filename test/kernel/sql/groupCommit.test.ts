@@ -11,9 +11,9 @@ import { Context, Effect, Either, Exit, Fiber, Layer, Option } from "effect"
 import * as NodeFs from "node:fs"
 import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
-import { GroupCommit } from "../../src/persistence/GroupCommit.js"
-import { Prepared } from "../../src/persistence/Sqlite.js"
-import * as Sqlite from "../../src/persistence/Sqlite.js"
+import { GroupCommit } from "../../../src/kernel/sql/GroupCommit.js"
+import { Prepared } from "../../../src/kernel/sql/Sqlite.js"
+import * as Sqlite from "../../../src/kernel/sql/Sqlite.js"
 
 const insert = (name: string) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) => sql`INSERT INTO marks (name) VALUES (${name})`)

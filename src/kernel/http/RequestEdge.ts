@@ -13,7 +13,7 @@ import {
 import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Effect, FiberRef, HashMap, Layer, Option } from "effect"
 import { AppConfig } from "../config/AppConfig.js"
-import type { DurabilityShape } from "../persistence/Durability.js"
+import type { DurabilityShape } from "../sql/Durability.js"
 import { bodyTooLarge, fromCause } from "./Problems.js"
 
 export const CORRELATION_HEADER = "x-correlation-id"

@@ -1,7 +1,7 @@
 /** Reading the Caller inside handlers whose policy guarantees a user (and an organization). */
 import { Effect, Option } from "effect"
-import { Caller } from "../api/Authorization.js"
-import { idempotencyKeyOf, type Requester } from "../services/Machines.js"
+import { idempotencyKeyOf, type Requester } from "../../services/Machines.js"
+import { Caller } from "./Authorization.js"
 
 export const currentUser = Effect.map(Caller, (caller) => Option.getOrThrow(caller.user))
 

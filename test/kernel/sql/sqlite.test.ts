@@ -8,9 +8,9 @@ import { Deferred, Effect, Exit, Fiber, FiberRef, Layer, Option, Stream } from "
 import * as NodeFs from "node:fs"
 import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
-import { Durability, LastCommit } from "../../src/persistence/Durability.js"
-import { Prepared } from "../../src/persistence/Sqlite.js"
-import * as Sqlite from "../../src/persistence/Sqlite.js"
+import { Durability, LastCommit } from "../../../src/kernel/sql/Durability.js"
+import { Prepared } from "../../../src/kernel/sql/Sqlite.js"
+import * as Sqlite from "../../../src/kernel/sql/Sqlite.js"
 
 /** Creates the table the tests use; answers the connection's two ways in. */
 const withTable = Effect.gen(function*() {

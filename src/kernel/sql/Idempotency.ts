@@ -5,8 +5,8 @@
  * The check runs again inside the accept's transaction, so two concurrent requests make one record.
  */
 import { Effect, Option } from "effect"
-import { IdempotencyConflict } from "../api/MachineErrors.js"
-import { IdempotencyKeysRepo, type KeyAnswer } from "../persistence/IdempotencyKeysRepo.js"
+import { IdempotencyConflict } from "../http/MachineErrors.js"
+import { IdempotencyKeysRepo, type KeyAnswer } from "./IdempotencyKeysRepo.js"
 
 /** Who asks, and with which key. */
 export interface Keyed {

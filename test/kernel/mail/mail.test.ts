@@ -7,10 +7,10 @@ import { Effect, Layer, Redacted } from "effect"
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
 import { SMTPServer } from "smtp-server"
-import { AppConfig } from "../../src/config/AppConfig.js"
-import * as Mail from "../../src/mail/Mail.js"
-import { readOutbox } from "../../src/mail/Outbox.js"
-import { freePort, tempDir, testConfig } from "../support/TestServer.js"
+import { AppConfig } from "../../../src/kernel/config/AppConfig.js"
+import * as Mail from "../../../src/kernel/mail/Mail.js"
+import { readOutbox } from "../../../src/kernel/mail/Outbox.js"
+import { freePort, tempDir, testConfig } from "../../support/TestServer.js"
 
 interface Received {
   readonly from: string | undefined

@@ -10,7 +10,16 @@ import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
 import { fileURLToPath } from "node:url"
 
-export const migrationsDir = fileURLToPath(new URL("../../schema/migrations", import.meta.url))
+/** `schema/migrations` of the checkout or package: the first one up from this module (source or bundle). */
+const findMigrations = (from: string): string => {
+  const candidate = NodePath.join(from, "schema", "migrations")
+  if (NodeFs.existsSync(candidate)) return candidate
+  const parent = NodePath.dirname(from)
+  if (parent === from) throw new Error("schema/migrations not found above " + fileURLToPath(import.meta.url))
+  return findMigrations(parent)
+}
+
+export const migrationsDir = findMigrations(NodePath.dirname(fileURLToPath(import.meta.url)))
 
 export const statementsOf = (text: string): ReadonlyArray<string> =>
   text

@@ -8,9 +8,9 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { Context, Effect, FiberRef, HashMap, Layer, Logger, Option } from "effect"
 import { createServer } from "node:http"
-import { CORRELATION_HEADER, CurrentCorrelationId, edge } from "../../src/http/RequestEdge.js"
-import * as Durability from "../../src/persistence/Durability.js"
-import { request } from "../support/Http.js"
+import { CORRELATION_HEADER, CurrentCorrelationId, edge } from "../../../src/kernel/http/RequestEdge.js"
+import * as Durability from "../../../src/kernel/sql/Durability.js"
+import { request } from "../../support/Http.js"
 
 describe("request edge", () => {
   it.live("an answer leaves once its request's commits are flushed; one that committed nothing at once", () =>

@@ -7,7 +7,7 @@ import { SqliteClient } from "@effect/sql-sqlite-node"
 import * as Migrator from "@effect/sql/Migrator"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { applyMissing, loader } from "../../src/persistence/Migrations.js"
+import { applyMissing, loader } from "../../../src/kernel/sql/Migrations.js"
 
 const table = (name: string) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) => sql.unsafe(`CREATE TABLE ${name} (id INTEGER)`))

@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
-import { keyAccess, presetAtMost, roleAllowed, Roles } from "../../src/domain/Access.js"
-import * as ApiKeyText from "../../src/domain/ApiKeyText.js"
+import { keyAccess, presetAtMost, roleAllowed, Roles } from "../../../src/kernel/domain/Access.js"
+import * as ApiKeyText from "../../../src/kernel/domain/ApiKeyText.js"
 
 describe("access rules", () => {
   it("each access code admits exactly the presets of api.md", () => {

@@ -1,7 +1,7 @@
 /** The bus (src/events/DomainEvents.ts): a subscriber receives the events it follows, and only those. */
 import { assert, describe, it } from "@effect/vitest"
 import { Chunk, Effect, Exit, Queue, Scope } from "effect"
-import { type DomainEvent, DomainEvents } from "../../src/events/DomainEvents.js"
+import { type DomainEvent, DomainEvents } from "../../../src/kernel/events/DomainEvents.js"
 
 const settled = (machineId: string): DomainEvent => ({
   _tag: "OperationSettled",

@@ -6,8 +6,15 @@
 import { HttpRouter, HttpServerRequest } from "@effect/platform"
 import type { HttpApiEndpoint } from "@effect/platform"
 import { Context, Effect, Layer, Option, Redacted } from "effect"
-import { Api } from "../api/Api.js"
-import { Authorization, type CallerShape, type Credential } from "../api/Authorization.js"
+import { Api } from "../../api/Api.js"
+import { Accounts } from "../../services/Accounts.js"
+import { ApiKeys } from "../../services/ApiKeys.js"
+import { CSRF_COOKIE, CSRF_HEADER, SESSION_COOKIE, Sessions } from "../../services/Sessions.js"
+import { AppConfig } from "../config/AppConfig.js"
+import { safeEqual } from "../crypto/Tokens.js"
+import { isMutatingMethod, keyAccess, type Role, roleAllowed } from "../domain/Access.js"
+import { uuidPattern } from "../domain/Ids.js"
+import { Authorization, type CallerShape, type Credential } from "./Authorization.js"
 import {
   CsrfInvalid,
   Forbidden,
@@ -18,15 +25,8 @@ import {
   ResourceNotFound,
   SessionRequired,
   Unauthenticated
-} from "../api/Errors.js"
-import { Policy, type PolicySpec } from "../api/Policy.js"
-import { AppConfig } from "../config/AppConfig.js"
-import { isMutatingMethod, keyAccess, type Role, roleAllowed } from "../domain/Access.js"
-import { uuidPattern } from "../domain/Ids.js"
-import { Accounts } from "../services/Accounts.js"
-import { ApiKeys } from "../services/ApiKeys.js"
-import { safeEqual } from "../services/Secrets.js"
-import { CSRF_COOKIE, CSRF_HEADER, SESSION_COOKIE, Sessions } from "../services/Sessions.js"
+} from "./Errors.js"
+import { Policy, type PolicySpec } from "./Policy.js"
 
 /** "METHOD /path/:param" of every endpoint to its policy; an endpoint without one is a defect. */
 export const policyIndex = (api: typeof Api) => {

@@ -5,8 +5,8 @@
  */
 import { HttpApiError, HttpServerError, HttpServerResponse } from "@effect/platform"
 import { Cause, Effect, Option } from "effect"
-import { InternalError } from "../api/Errors.js"
-import { type FieldError, type ProblemBody, problemContentType, problemType, specOf, toBody } from "../api/Problem.js"
+import { InternalError } from "./Errors.js"
+import { type FieldError, type ProblemBody, problemContentType, problemType, specOf, toBody } from "./Problem.js"
 
 export const respond = (body: ProblemBody, headers: Record<string, string> = {}) =>
   HttpServerResponse.unsafeJson(body, { status: body.status, contentType: problemContentType, headers })

@@ -3,7 +3,7 @@
  * them, which only ever loosens a limit). Time comes from Clock, so tests move it with TestClock.
  */
 import { Clock, Context, Effect, Layer } from "effect"
-import { RateLimited } from "../api/Errors.js"
+import { RateLimited } from "./Errors.js"
 
 export interface Limit {
   readonly limit: number

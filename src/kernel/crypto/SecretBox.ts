@@ -9,8 +9,8 @@ import { Context, Effect, Layer, Redacted, Schema } from "effect"
 import * as NodeCrypto from "node:crypto"
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
-import { problem, ProblemFields } from "../api/Problem.js"
 import { AppConfig } from "../config/AppConfig.js"
+import { problem, ProblemFields } from "../http/Problem.js"
 
 export class SecretsUnavailable extends Schema.TaggedError<SecretsUnavailable>()(
   "secrets_unavailable",

@@ -4,7 +4,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Cause, Effect, Exit, Fiber, FiberRef, Option } from "effect"
-import * as Durability from "../../src/persistence/Durability.js"
+import * as Durability from "../../../src/kernel/sql/Durability.js"
 
 /** A flush that ends when the test says so. */
 const manualFlushes = () => {

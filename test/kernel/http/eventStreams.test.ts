@@ -8,8 +8,8 @@ import * as NodeHttp from "node:http"
 import type * as NodeNet from "node:net"
 import type { Readable } from "node:stream"
 import { pipeline } from "node:stream/promises"
-import { makeWakeups } from "../../src/events/Wakeups.js"
-import { type EventBatch, eventStreamResponse } from "../../src/http/EventStreams.js"
+import { makeWakeups } from "../../../src/kernel/events/Wakeups.js"
+import { type EventBatch, eventStreamResponse } from "../../../src/kernel/http/EventStreams.js"
 
 /** A read that answers `batches` in turn, counting its calls. */
 const scripted = (batches: ReadonlyArray<EventBatch>) => {

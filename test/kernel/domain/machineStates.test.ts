@@ -1,7 +1,7 @@
 /** The one table of what each operation needs and leaves, and the projection built on it. */
 import { assert, describe, it } from "@effect/vitest"
-import { conflictOf, projectedAfter } from "../../src/domain/MachineStates.js"
-import { project } from "../../src/runtime/Projection.js"
+import { conflictOf, projectedAfter } from "../../../src/kernel/domain/MachineStates.js"
+import { project } from "../../../src/runtime/Projection.js"
 
 describe("machine state rules", () => {
   it("exec, files and ssh keys need a running machine", () => {

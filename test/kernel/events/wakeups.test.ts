@@ -1,7 +1,7 @@
 /** Keyed wake-ups (src/events/Wakeups.ts): a watch completes for news of its own key only. */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Fiber, Option, Scope } from "effect"
-import { makeWakeups } from "../../src/events/Wakeups.js"
+import { makeWakeups } from "../../../src/kernel/events/Wakeups.js"
 
 /** Whether `fiber` has finished once every other ready fiber has run. */
 const finished = <A, E>(fiber: Fiber.RuntimeFiber<A, E>) =>
