@@ -3,12 +3,12 @@
  * programs embedding svc and the CLI use.
  */
 import { HttpApi, OpenApi } from "@effect/platform"
+import { EnvironmentsApi } from "../environments/Api.js"
 import { BodyTooLarge, InternalError, InvalidRequest, RateLimited } from "../kernel/http/Errors.js"
 import { wire } from "../kernel/http/Problem.js"
 import { AgentsApi } from "./AgentsApi.js"
 import { ApiKeysApi } from "./ApiKeysApi.js"
 import { AuthApi } from "./AuthApi.js"
-import { EnvironmentsApi } from "./EnvironmentsApi.js"
 import { LimitsApi } from "./LimitsApi.js"
 import { MachinesApi } from "./MachinesApi.js"
 import { MembersApi } from "./MembersApi.js"

@@ -3,8 +3,8 @@ import { Effect } from "effect"
 import { Api } from "../api/Api.js"
 import { currentOrganization, currentUser } from "../kernel/http/CallerContext.js"
 import { iso } from "../kernel/http/Dto.js"
-import type { EnvironmentRow } from "../persistence/EnvironmentsRepo.js"
-import { Environments } from "../services/Environments.js"
+import { Environments } from "./Environments.js"
+import type { EnvironmentRow } from "./Repo.js"
 
 /** Values are write-only: the answer names the variables, never their values. */
 const environmentDto = (row: EnvironmentRow) => ({

@@ -1,7 +1,7 @@
 /** Reading an environment version's variables: what the actors need to boot a machine. */
 import { Effect, Option } from "effect"
 import { SecretBox } from "../kernel/crypto/SecretBox.js"
-import { EnvironmentsRepo } from "../persistence/EnvironmentsRepo.js"
+import { EnvironmentsRepo } from "./Repo.js"
 
 export type Variables = Readonly<Record<string, string>>
 
