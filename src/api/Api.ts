@@ -4,11 +4,11 @@
  */
 import { HttpApi, OpenApi } from "@effect/platform"
 import { EnvironmentsApi } from "../environments/Api.js"
+import { AuthApi } from "../identity/Api.js"
+import { ApiKeysApi } from "../identity/ApiKeysApi.js"
 import { BodyTooLarge, InternalError, InvalidRequest, RateLimited } from "../kernel/http/Errors.js"
 import { wire } from "../kernel/http/Problem.js"
 import { AgentsApi } from "./AgentsApi.js"
-import { ApiKeysApi } from "./ApiKeysApi.js"
-import { AuthApi } from "./AuthApi.js"
 import { LimitsApi } from "./LimitsApi.js"
 import { MachinesApi } from "./MachinesApi.js"
 import { MembersApi } from "./MembersApi.js"

@@ -1,8 +1,8 @@
 import { Command, Options } from "@effect/cli"
 import { ConfigProvider, Console, Effect, Layer, Option } from "effect"
 import { IdentityLive } from "../App.js"
+import { Accounts } from "../identity/Accounts.js"
 import * as AppConfig from "../kernel/config/AppConfig.js"
-import { Accounts } from "../services/Accounts.js"
 
 /**
  * `svc admin bootstrap`: works with or without a running server (SQLite's busy timeout lets both

@@ -13,6 +13,7 @@ import { ServicesLive, servicesWith } from "../../src/App.js"
 import * as Drivers from "../../src/drivers/Drivers.js"
 import { MachineDriver, type MachineDriverShape } from "../../src/drivers/MachineDriver.js"
 import { nodeServerOn, RoutesLive } from "../../src/http/Server.js"
+import { Accounts } from "../../src/identity/Accounts.js"
 import {
   AppConfig,
   type AppConfigShape,
@@ -21,7 +22,6 @@ import {
 } from "../../src/kernel/config/AppConfig.js"
 import { DomainEvents } from "../../src/kernel/events/DomainEvents.js"
 import { readOutbox } from "../../src/kernel/mail/Outbox.js"
-import { Accounts } from "../../src/services/Accounts.js"
 import { PortTokens } from "../../src/services/PortTokens.js"
 import { client } from "./Http.js"
 

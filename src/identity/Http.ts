@@ -4,9 +4,9 @@ import { Api } from "../api/Api.js"
 import { AppConfig } from "../kernel/config/AppConfig.js"
 import { Caller } from "../kernel/http/Authorization.js"
 import { Mail } from "../kernel/mail/Mail.js"
-import { EMAIL_STATE_COOKIE, EmailSignIn } from "../services/EmailSignIn.js"
-import { Sessions } from "../services/Sessions.js"
 import { onResponse, withEmailState, withoutEmailState, withoutSession, withSession } from "./Cookies.js"
+import { EMAIL_STATE_COOKIE, EmailSignIn } from "./EmailSignIn.js"
+import { Sessions } from "./Sessions.js"
 
 export const AuthHandlers = HttpApiBuilder.group(Api, "auth", (handlers) =>
   Effect.gen(function*() {

@@ -6,7 +6,7 @@
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import { randomToken, safeEqual, sha256 } from "../kernel/crypto/Tokens.js"
 import { uuidv7 } from "../kernel/domain/Ids.js"
-import { type SessionRow, SessionsRepo } from "../persistence/SessionsRepo.js"
+import { type SessionRow, SessionsRepo } from "./SessionsRepo.js"
 
 export const SESSION_COOKIE = "svc_session"
 export const CSRF_COOKIE = "svc_csrf"

@@ -1,12 +1,12 @@
 /** API keys: minted for a member of an organization, shown once, stored as a hash. */
 import { Clock, Context, Effect, Layer, Option } from "effect"
-import type { ApiKeyDto } from "../api/ApiKeysApi.js"
 import type { Preset } from "../kernel/domain/Access.js"
 import * as ApiKeyText from "../kernel/domain/ApiKeyText.js"
 import { uuidv7 } from "../kernel/domain/Ids.js"
 import { iso, isoOrNull } from "../kernel/http/Dto.js"
 import { InvalidApiKey } from "../kernel/http/Errors.js"
-import { type ApiKeyRow, ApiKeysRepo } from "../persistence/ApiKeysRepo.js"
+import type { ApiKeyDto } from "./ApiKeysApi.js"
+import { type ApiKeyRow, ApiKeysRepo } from "./ApiKeysRepo.js"
 
 /** `last_used_at` is written at most this often per key, so reads do not each cost a write. */
 const touchIntervalMillis = 60_000

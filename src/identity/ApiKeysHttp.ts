@@ -4,7 +4,7 @@ import { Api } from "../api/Api.js"
 import { presetAtMost, roleAllowed, Roles } from "../kernel/domain/Access.js"
 import { currentCredential, currentOrganization, currentUser } from "../kernel/http/CallerContext.js"
 import { InsufficientScope, ResourceNotFound } from "../kernel/http/Errors.js"
-import { ApiKeys, toDto } from "../services/ApiKeys.js"
+import { ApiKeys, toDto } from "./ApiKeys.js"
 
 /** Owners and admins manage every key of the organization; other members only their own. */
 const seesAll = (role: Parameters<typeof roleAllowed>[0]) => roleAllowed(role, Roles.administrators)

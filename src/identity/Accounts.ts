@@ -5,8 +5,8 @@
  */
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import { OrganizationsRepo } from "../persistence/OrganizationsRepo.js"
-import { UsersRepo } from "../persistence/UsersRepo.js"
 import { ApiKeys } from "./ApiKeys.js"
+import { UsersRepo } from "./UsersRepo.js"
 
 export const normalizeEmail = (email: string) => email.trim().toLowerCase()
 
