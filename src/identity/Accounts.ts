@@ -4,7 +4,7 @@
  * from the command line and mints a full-access key.
  */
 import { Clock, Context, Effect, Layer, Option } from "effect"
-import { OrganizationsRepo } from "../persistence/OrganizationsRepo.js"
+import { OrganizationsRepo } from "../organizations/Repo.js"
 import { ApiKeys } from "./ApiKeys.js"
 import { UsersRepo } from "./UsersRepo.js"
 

@@ -7,10 +7,10 @@
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import { AppConfig, type AppConfigShape, type Tier } from "../kernel/config/AppConfig.js"
 import { LimitExceeded } from "../kernel/http/MachineErrors.js"
+import { OrganizationsRepo } from "../organizations/Repo.js"
 import type { MachineRow } from "../persistence/MachinesRepo.js"
 import { MachinesRepo } from "../persistence/MachinesRepo.js"
 import { OperationsRepo } from "../persistence/OperationsRepo.js"
-import { OrganizationsRepo } from "../persistence/OrganizationsRepo.js"
 
 const hour = 3_600_000
 
