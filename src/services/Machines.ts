@@ -18,10 +18,10 @@ import { ResourceNotFound } from "../kernel/http/Errors.js"
 import { machineConflicts, NameTaken, RuntimeUnavailable } from "../kernel/http/MachineErrors.js"
 import { GroupCommit } from "../kernel/sql/GroupCommit.js"
 import { type Keyed, makeIdempotency } from "../kernel/sql/Idempotency.js"
+import { Limits } from "../limits/Limits.js"
 import { type MachinePatch, type MachineRow, MachinesRepo } from "../persistence/MachinesRepo.js"
 import { OperationsRepo } from "../persistence/OperationsRepo.js"
 import { MachineSupervisor } from "../runtime/MachineSupervisor.js"
-import { Limits } from "./Limits.js"
 
 export interface Requester extends Keyed {
   readonly userId: string

@@ -2,7 +2,7 @@ import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { Api } from "../api/Api.js"
 import { currentOrganization } from "../kernel/http/CallerContext.js"
-import { Limits } from "../services/Limits.js"
+import { Limits } from "./Limits.js"
 
 export const LimitsHandlers = HttpApiBuilder.group(Api, "limits", (handlers) =>
   Effect.gen(function*() {
