@@ -16,10 +16,10 @@ import { edge, maxBodySizeLayer, ProblemsLive } from "../kernel/http/RequestEdge
 import { Durability } from "../kernel/sql/Durability.js"
 import { LimitsHandlers } from "../limits/Http.js"
 import { MembersHandlers } from "../organizations/Http.js"
+import { makePortProxy, withPortProxy } from "../ports/Proxy.js"
 import { AgentsHandlers } from "./AgentsHandlers.js"
 import { MachinesHandlers } from "./MachinesHandlers.js"
 import { OperationsHandlers } from "./OperationsHandlers.js"
-import { makePortProxy, withPortProxy } from "./PortProxy.js"
 import { SnapshotsHandlers } from "./SnapshotsHandlers.js"
 
 export const ApiLive = HttpApiBuilder.api(Api).pipe(

@@ -4,7 +4,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Clock, Context, Effect, TestClock } from "effect"
-import { PortTokens } from "../../src/services/PortTokens.js"
+import { PortTokens } from "../../src/ports/PortTokens.js"
 import { client } from "../support/Http.js"
 import { change, runningMachine } from "../support/Machines.js"
 import { startServer } from "../support/TestServer.js"

@@ -22,7 +22,7 @@ import {
 } from "../../src/kernel/config/AppConfig.js"
 import { DomainEvents } from "../../src/kernel/events/DomainEvents.js"
 import { readOutbox } from "../../src/kernel/mail/Outbox.js"
-import { PortTokens } from "../../src/services/PortTokens.js"
+import { PortTokens } from "../../src/ports/PortTokens.js"
 import { client } from "./Http.js"
 
 /**

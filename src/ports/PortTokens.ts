@@ -10,7 +10,7 @@ import { uuidv7 } from "../kernel/domain/Ids.js"
 import { findPort, parsePorts, portUrl } from "../kernel/domain/Ports.js"
 import { ResourceNotFound } from "../kernel/http/Errors.js"
 import { MachinesRepo } from "../persistence/MachinesRepo.js"
-import { PortTokensRepo } from "../persistence/PortTokensRepo.js"
+import { PortTokensRepo } from "./Repo.js"
 
 export interface NewPortToken {
   readonly token: string

@@ -31,7 +31,7 @@ import { InternalError, ResourceNotFound } from "../kernel/http/Errors.js"
 import { GuestActionFailed } from "../kernel/http/MachineErrors.js"
 import { type ProblemBody, problemContentType, specOf, toBody } from "../kernel/http/Problem.js"
 import { MachinesRepo } from "../persistence/MachinesRepo.js"
-import { PortTokens } from "../services/PortTokens.js"
+import { PortTokens } from "./PortTokens.js"
 
 export const PORT_TOKEN_HEADER = "x-svc-port-token"
 export const PORT_TOKEN_PARAM = "svc_port_token"
