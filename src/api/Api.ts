@@ -10,10 +10,10 @@ import { BodyTooLarge, InternalError, InvalidRequest, RateLimited } from "../ker
 import { wire } from "../kernel/http/Problem.js"
 import { LimitsApi } from "../limits/Api.js"
 import { MembersApi } from "../organizations/Api.js"
+import { SnapshotsApi } from "../snapshots/Api.js"
 import { AgentsApi } from "./AgentsApi.js"
 import { MachinesApi } from "./MachinesApi.js"
 import { OperationsApi } from "./OperationsApi.js"
-import { SnapshotsApi } from "./SnapshotsApi.js"
 
 export class Api extends HttpApi.make("svc")
   .add(AuthApi)

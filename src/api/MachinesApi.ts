@@ -8,7 +8,7 @@ import { ResourceNotFound } from "../kernel/http/Errors.js"
 import { LimitExceeded, MachineDeleted, NameTaken } from "../kernel/http/MachineErrors.js"
 import { Policy, policy } from "../kernel/http/Policy.js"
 import { wire } from "../kernel/http/Problem.js"
-import { NoSnapshot, SnapshotPending } from "./SnapshotErrors.js"
+import { NoSnapshot, SnapshotPending } from "../snapshots/Errors.js"
 
 export const MachineState = Schema.Literal(
   "creating",

@@ -7,7 +7,7 @@ import { iso } from "../kernel/http/Dto.js"
 import { MachinesRepo } from "../persistence/MachinesRepo.js"
 import { PortTokens } from "../ports/PortTokens.js"
 import { Machines } from "../services/Machines.js"
-import { Snapshots } from "../services/Snapshots.js"
+import { Snapshots } from "../snapshots/Snapshots.js"
 import { machineDto } from "./MachineDtos.js"
 
 export const MachinesHandlers = HttpApiBuilder.group(Api, "machines", (handlers) =>

@@ -17,10 +17,10 @@ import { Durability } from "../kernel/sql/Durability.js"
 import { LimitsHandlers } from "../limits/Http.js"
 import { MembersHandlers } from "../organizations/Http.js"
 import { makePortProxy, withPortProxy } from "../ports/Proxy.js"
+import { SnapshotsHandlers } from "../snapshots/Http.js"
 import { AgentsHandlers } from "./AgentsHandlers.js"
 import { MachinesHandlers } from "./MachinesHandlers.js"
 import { OperationsHandlers } from "./OperationsHandlers.js"
-import { SnapshotsHandlers } from "./SnapshotsHandlers.js"
 
 export const ApiLive = HttpApiBuilder.api(Api).pipe(
   Layer.provide([

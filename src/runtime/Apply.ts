@@ -11,7 +11,7 @@ import { conflictOf, type MachineConflict, makesMachine } from "../kernel/domain
 import { type ExposedPort, findPort, parsePorts, portsJson, withoutPort, withPort } from "../kernel/domain/Ports.js"
 import type { MachinePatch, MachineRow } from "../persistence/MachinesRepo.js"
 import type { OperationRow } from "../persistence/OperationsRepo.js"
-import { fillSourceOf, type SnapshotWork } from "../snapshots/SnapshotWork.js"
+import { fillSourceOf, type SnapshotWork } from "../snapshots/store/SnapshotWork.js"
 import { OutputCollector } from "./ExecOutput.js"
 
 export type Outcome =

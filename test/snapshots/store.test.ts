@@ -8,8 +8,8 @@ import * as NodeCrypto from "node:crypto"
 import * as NodeFs from "node:fs"
 import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
-import { SnapshotStore } from "../../src/snapshots/Store.js"
-import { walk } from "../../src/snapshots/Tree.js"
+import { SnapshotStore } from "../../src/snapshots/store/Store.js"
+import { walk } from "../../src/snapshots/store/Tree.js"
 
 const dirs: Array<string> = []
 const tempDir = () => {

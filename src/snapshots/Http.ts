@@ -2,12 +2,12 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { Api } from "../api/Api.js"
-import type { SnapshotDto } from "../api/SnapshotsApi.js"
 import { iso, isoOrNull } from "../kernel/http/Dto.js"
-import type { SnapshotRow } from "../persistence/SnapshotsRepo.js"
+import type { SnapshotDto } from "./Api.js"
+import type { SnapshotRow } from "./store/SnapshotsRepo.js"
 
 import { currentOrganization, requester } from "../kernel/http/CallerContext.js"
-import { Snapshots } from "../services/Snapshots.js"
+import { Snapshots } from "./Snapshots.js"
 
 export const snapshotDto = (row: SnapshotRow): SnapshotDto => ({
   id: row.id,

@@ -8,14 +8,6 @@
  */
 import { Clock, Context, Effect, Layer, Option, Queue, Runtime } from "effect"
 import type { AcceptedChange, CreateMachineRequest } from "../api/MachinesApi.js"
-import {
-  NoSnapshot,
-  SnapshotLimitReached,
-  SnapshotPending,
-  TemplateLimitReached,
-  TemplateNameTaken
-} from "../api/SnapshotErrors.js"
-import type { DeleteResult, SnapshotAccepted, SnapshotDeleteResults } from "../api/SnapshotsApi.js"
 import { AppConfig, defaultSnapshotSettings } from "../kernel/config/AppConfig.js"
 import { sha256 } from "../kernel/crypto/Tokens.js"
 import { uuidPattern, uuidv7 } from "../kernel/domain/Ids.js"
@@ -25,10 +17,12 @@ import { ResourceNotFound } from "../kernel/http/Errors.js"
 import { machineConflicts } from "../kernel/http/MachineErrors.js"
 import { type MachineRow, MachinesRepo } from "../persistence/MachinesRepo.js"
 import { isTerminal, OperationsRepo } from "../persistence/OperationsRepo.js"
-import { type SnapshotRow, SnapshotsRepo } from "../persistence/SnapshotsRepo.js"
-import { readyPatch } from "../snapshots/Manifest.js"
-import { Store } from "../snapshots/SnapshotStoreLive.js"
-import { canonicalJson, Machines, type Origin, type Requester } from "./Machines.js"
+import { canonicalJson, Machines, type Origin, type Requester } from "../services/Machines.js"
+import type { DeleteResult, SnapshotAccepted, SnapshotDeleteResults } from "./Api.js"
+import { NoSnapshot, SnapshotLimitReached, SnapshotPending, TemplateLimitReached, TemplateNameTaken } from "./Errors.js"
+import { readyPatch } from "./store/Manifest.js"
+import { type SnapshotRow, SnapshotsRepo } from "./store/SnapshotsRepo.js"
+import { Store } from "./store/StoreLive.js"
 
 /** The settings a fork or a restore copies from its source machine. */
 const settingsOf = (machine: MachineRow, name: string, start: boolean): CreateMachineRequest => ({

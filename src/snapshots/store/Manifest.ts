@@ -5,7 +5,7 @@
  * SHA-256 of its text, is the snapshot's `manifest` field.
  */
 import * as NodeCrypto from "node:crypto"
-import type { SnapshotPatch } from "../persistence/SnapshotsRepo.js"
+import type { SnapshotPatch } from "./SnapshotsRepo.js"
 import type { FileIdentity, TreeEntry } from "./Tree.js"
 
 export type Tier = "warm" | "cold"

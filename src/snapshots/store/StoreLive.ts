@@ -5,8 +5,8 @@
  */
 import { Context, Effect, Layer } from "effect"
 import * as NodePath from "node:path"
-import { AppConfig } from "../kernel/config/AppConfig.js"
-import { SnapshotsRepo } from "../persistence/SnapshotsRepo.js"
+import { AppConfig } from "../../kernel/config/AppConfig.js"
+import { SnapshotsRepo } from "./SnapshotsRepo.js"
 import { SnapshotStore } from "./Store.js"
 
 export class Store extends Context.Tag("svc/snapshots/Store")<Store, SnapshotStore>() {
