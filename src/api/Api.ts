@@ -3,6 +3,7 @@
  * programs embedding svc and the CLI use.
  */
 import { HttpApi, OpenApi } from "@effect/platform"
+import { AgentsApi } from "../agents/Api.js"
 import { EnvironmentsApi } from "../environments/Api.js"
 import { AuthApi } from "../identity/Api.js"
 import { ApiKeysApi } from "../identity/ApiKeysApi.js"
@@ -11,7 +12,6 @@ import { wire } from "../kernel/http/Problem.js"
 import { LimitsApi } from "../limits/Api.js"
 import { MembersApi } from "../organizations/Api.js"
 import { SnapshotsApi } from "../snapshots/Api.js"
-import { AgentsApi } from "./AgentsApi.js"
 import { MachinesApi } from "./MachinesApi.js"
 import { OperationsApi } from "./OperationsApi.js"
 

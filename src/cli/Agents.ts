@@ -1,6 +1,6 @@
 import { Command, Options } from "@effect/cli"
 import { Console, Effect, Option } from "effect"
-import { install } from "../agents/Tools.js"
+import { install } from "../agents/providers/Tools.js"
 import * as AppConfig from "../kernel/config/AppConfig.js"
 
 /**

@@ -1,7 +1,7 @@
 /** The interrupt escalation under TestClock: ask, 10 s, SIGTERM, 5 s, SIGKILL; force kills at once. */
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Fiber, TestClock } from "effect"
-import { escalate, type Step } from "../../src/agents/Interrupt.js"
+import { escalate, type Step } from "../../src/agents/providers/Interrupt.js"
 
 const target = Effect.gen(function*() {
   const steps: Array<Step> = []

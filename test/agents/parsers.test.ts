@@ -3,10 +3,10 @@
  * the expected AgentEvents and runner signals.
  */
 import { assert, describe, it } from "@effect/vitest"
-import type { Mapped } from "../../src/agents/AgentProvider.js"
-import { parser as claude } from "../../src/agents/claude_code/ClaudeCode.js"
-import { parser as codex } from "../../src/agents/codex/Codex.js"
-import { parser as opencode } from "../../src/agents/opencode/OpenCode.js"
+import type { Mapped } from "../../src/agents/providers/AgentProvider.js"
+import { parser as claude } from "../../src/agents/providers/claude_code/ClaudeCode.js"
+import { parser as codex } from "../../src/agents/providers/codex/Codex.js"
+import { parser as opencode } from "../../src/agents/providers/opencode/OpenCode.js"
 
 const run = (parse: (line: string) => ReadonlyArray<Mapped>, lines: ReadonlyArray<unknown>) =>
   lines.flatMap((line) => parse(typeof line === "string" ? line : JSON.stringify(line)))

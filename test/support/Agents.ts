@@ -7,7 +7,7 @@ import { Effect } from "effect"
 import * as NodeFs from "node:fs"
 import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
-import { ensureInstalled } from "../../src/agents/Tools.js"
+import { ensureInstalled } from "../../src/agents/providers/Tools.js"
 import { type Api, eventually } from "./Machines.js"
 
 export const testAgentsDir = process.env.SVC_TEST_AGENTS_DIR ??

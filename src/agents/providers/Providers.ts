@@ -1,5 +1,5 @@
 /** The agents svc runs, by provider key. */
-import type { AgentProvider } from "../api/AgentsApi.js"
+import type { AgentProvider } from "../Api.js"
 import type { AgentProviderShape } from "./AgentProvider.js"
 import { ClaudeCode } from "./claude_code/ClaudeCode.js"
 import { Codex } from "./codex/Codex.js"

@@ -9,8 +9,8 @@
  * ends with a SIGKILL sweep, so no agent process outlives its turn.
  */
 import { Deferred, Effect, Exit, Fiber, Option, Queue, Ref } from "effect"
-import type { ReasoningEffort } from "../api/AgentsApi.js"
-import type { MachineDriverShape } from "../drivers/MachineDriver.js"
+import type { MachineDriverShape } from "../../drivers/MachineDriver.js"
+import type { ReasoningEffort } from "../Api.js"
 import type { AgentProviderShape, EventBody } from "./AgentProvider.js"
 import { escalate, type Step } from "./Interrupt.js"
 

@@ -1,10 +1,10 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
-import type { AgentEvent } from "../api/AgentsApi.js"
 import { Api } from "../api/Api.js"
 import { currentOrganization, requester } from "../kernel/http/CallerContext.js"
 import { eventStreamResponse } from "../kernel/http/EventStreams.js"
-import { Agents, eventsPage } from "../services/Agents.js"
+import { Agents, eventsPage } from "./Agents.js"
+import type { AgentEvent } from "./Api.js"
 
 /** One SSE `agent` event; its id is the cursor after it (its seq). */
 const frame = (event: AgentEvent) => `id: ${event.seq}\nevent: agent\ndata: ${JSON.stringify(event)}\n\n`

@@ -7,7 +7,7 @@
 import * as NodeChild from "node:child_process"
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
-import type { AgentProvider } from "../api/AgentsApi.js"
+import type { AgentProvider } from "../Api.js"
 import type { AgentProviderShape } from "./AgentProvider.js"
 import { allProviders } from "./Providers.js"
 

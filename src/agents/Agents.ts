@@ -7,11 +7,17 @@
  * conversation's wake-ups (src/events/Wakeups.ts) and always read from the database, so none is missed.
  */
 import { Clock, Context, Deferred, Duration, Effect, Layer, Option, Queue } from "effect"
-import type { AgentProviderShape, EventBody } from "../agents/AgentProvider.js"
-import { catalogue, priced, publicModel } from "../agents/Catalogue.js"
-import { allProviders, providers } from "../agents/Providers.js"
-import { installed, readVersions } from "../agents/Tools.js"
-import { runTurn, type Steer, sweep, type TurnOutcome } from "../agents/TurnRunner.js"
+import { MachineDriver } from "../drivers/MachineDriver.js"
+import { agentsDirOf, AppConfig } from "../kernel/config/AppConfig.js"
+import { sha256 } from "../kernel/crypto/Tokens.js"
+import { uuidv7 } from "../kernel/domain/Ids.js"
+import { makeWakeups } from "../kernel/events/Wakeups.js"
+import { iso, isoOrNull } from "../kernel/http/Dto.js"
+import { BodyTooLarge, InvalidRequest } from "../kernel/http/Errors.js"
+import { GuestActionFailed, requireRunning, RuntimeUnavailable } from "../kernel/http/MachineErrors.js"
+import { GroupCommit } from "../kernel/sql/GroupCommit.js"
+import { makeIdempotency } from "../kernel/sql/Idempotency.js"
+import { canonicalJson, Machines, type Requester } from "../services/Machines.js"
 import {
   type AgentEvent,
   type AgentInputAccepted,
@@ -24,20 +30,14 @@ import {
   NoActiveTurn,
   ProviderMismatch,
   type ProviderModelsDto
-} from "../api/AgentsApi.js"
-import { MachineDriver } from "../drivers/MachineDriver.js"
-import { agentsDirOf, AppConfig } from "../kernel/config/AppConfig.js"
-import { sha256 } from "../kernel/crypto/Tokens.js"
-import { uuidv7 } from "../kernel/domain/Ids.js"
-import { makeWakeups } from "../kernel/events/Wakeups.js"
-import { iso, isoOrNull } from "../kernel/http/Dto.js"
-import { BodyTooLarge, InvalidRequest } from "../kernel/http/Errors.js"
-import { GuestActionFailed, requireRunning, RuntimeUnavailable } from "../kernel/http/MachineErrors.js"
-import { GroupCommit } from "../kernel/sql/GroupCommit.js"
-import { makeIdempotency } from "../kernel/sql/Idempotency.js"
-import { AgentConversationsRepo, type ConversationRow, type TurnRow } from "../persistence/AgentConversationsRepo.js"
-import { type AgentEventRow, AgentEventsRepo } from "../persistence/AgentEventsRepo.js"
-import { canonicalJson, Machines, type Requester } from "./Machines.js"
+} from "./Api.js"
+import { AgentConversationsRepo, type ConversationRow, type TurnRow } from "./ConversationsRepo.js"
+import { type AgentEventRow, AgentEventsRepo } from "./EventsRepo.js"
+import type { AgentProviderShape, EventBody } from "./providers/AgentProvider.js"
+import { catalogue, priced, publicModel } from "./providers/Catalogue.js"
+import { allProviders, providers } from "./providers/Providers.js"
+import { installed, readVersions } from "./providers/Tools.js"
+import { runTurn, type Steer, sweep, type TurnOutcome } from "./providers/TurnRunner.js"
 
 /** A running turn's live parts: its inbox, its stop signal and whether it still takes steers. */
 interface TurnHandle {
