@@ -10,11 +10,11 @@
  */
 import { FetchHttpClient, HttpApiClient, HttpClient, HttpClientRequest } from "@effect/platform"
 import { Effect } from "effect"
-import { Api } from "./api/Api.js"
+import { Api } from "./Api.js"
 
-export { Api } from "./api/Api.js"
+export { Api } from "./Api.js"
 export { AppLive, ServicesLive } from "./App.js"
-export { RoutesLive } from "./http/Server.js"
+export { RoutesLive } from "./Http.js"
 export { AppConfig, type AppConfigShape, layer as AppConfigFromEnv } from "./kernel/config/AppConfig.js"
 export * as Errors from "./kernel/http/Errors.js"
 

@@ -1,8 +1,6 @@
 /** Coding agents inside machines (api.md "Agents", extensions.md §8). */
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
-import { IdempotencyHeaders } from "../api/MachinesApi.js"
-import { EventStream } from "../api/OperationsApi.js"
 import { Authorization } from "../kernel/http/Authorization.js"
 import { NullableTimestamp, RequestBody, Timestamp, Uuid } from "../kernel/http/Dto.js"
 import { acceptErrors, notRunningErrors, withErrors } from "../kernel/http/ErrorLists.js"
@@ -10,6 +8,8 @@ import { ResourceNotFound } from "../kernel/http/Errors.js"
 import { GuestActionFailed } from "../kernel/http/MachineErrors.js"
 import { Policy, policy } from "../kernel/http/Policy.js"
 import { problem, ProblemFields, wire } from "../kernel/http/Problem.js"
+import { IdempotencyHeaders } from "../machines/Api.js"
+import { EventStream } from "../operations/Api.js"
 
 export const AgentProvider = Schema.Literal("claude_code", "codex", "opencode")
 export type AgentProvider = typeof AgentProvider.Type

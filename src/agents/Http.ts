@@ -1,6 +1,6 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
-import { Api } from "../api/Api.js"
+import { Api } from "../Api.js"
 import { currentOrganization, requester } from "../kernel/http/CallerContext.js"
 import { eventStreamResponse } from "../kernel/http/EventStreams.js"
 import { Agents, eventsPage } from "./Agents.js"

@@ -1,13 +1,13 @@
 /** Environments (extensions.md §6): versioned, write-only variables for machines. */
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "@effect/platform"
 import { Schema } from "effect"
-import { AcceptedChange } from "../api/MachinesApi.js"
 import { SecretsUnavailable } from "../kernel/crypto/SecretBox.js"
 import { Authorization } from "../kernel/http/Authorization.js"
 import { RequestBody, Timestamp, Uuid } from "../kernel/http/Dto.js"
 import { ResourceNotFound } from "../kernel/http/Errors.js"
 import { Policy, policy } from "../kernel/http/Policy.js"
 import { problem, ProblemFields, wire } from "../kernel/http/Problem.js"
+import { AcceptedChange } from "../machines/Api.js"
 
 export class EnvironmentInUse extends Schema.TaggedError<EnvironmentInUse>()(
   "environment_in_use",

@@ -4,13 +4,13 @@
  * until `upgrade` accepts an `apply_environment` operation for each of them.
  */
 import { Clock, Context, Effect, Layer, Option } from "effect"
-import type { AcceptedChange } from "../api/MachinesApi.js"
 import { SecretBox } from "../kernel/crypto/SecretBox.js"
 import { uuidv7 } from "../kernel/domain/Ids.js"
 import { ResourceNotFound } from "../kernel/http/Errors.js"
 import { GroupCommit } from "../kernel/sql/GroupCommit.js"
 import { IdempotencyKeysRepo } from "../kernel/sql/IdempotencyKeysRepo.js"
-import { Machines, type Requester } from "../services/Machines.js"
+import type { AcceptedChange } from "../machines/Api.js"
+import { Machines, type Requester } from "../machines/Machines.js"
 import { EnvironmentInUse } from "./Api.js"
 import { type EnvironmentRow, EnvironmentsRepo } from "./Repo.js"
 import { type Variables, variablesOf } from "./Variables.js"

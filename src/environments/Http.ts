@@ -1,6 +1,6 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
-import { Api } from "../api/Api.js"
+import { Api } from "../Api.js"
 import { currentOrganization, currentUser } from "../kernel/http/CallerContext.js"
 import { iso } from "../kernel/http/Dto.js"
 import { Environments } from "./Environments.js"

@@ -1,6 +1,6 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Option } from "effect"
-import { Api } from "../api/Api.js"
+import { Api } from "../Api.js"
 import { presetAtMost, roleAllowed, Roles } from "../kernel/domain/Access.js"
 import { currentCredential, currentOrganization, currentUser } from "../kernel/http/CallerContext.js"
 import { InsufficientScope, ResourceNotFound } from "../kernel/http/Errors.js"

@@ -1,6 +1,6 @@
 import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, flow, Option } from "effect"
-import { Api } from "../api/Api.js"
+import { Api } from "../Api.js"
 import { AppConfig } from "../kernel/config/AppConfig.js"
 import { Caller } from "../kernel/http/Authorization.js"
 import { Mail } from "../kernel/mail/Mail.js"

@@ -8,9 +8,9 @@ import { Clock, Context, Effect, Layer, Option } from "effect"
 import { AppConfig, type AppConfigShape, type Tier } from "../kernel/config/AppConfig.js"
 import { LimitExceeded } from "../kernel/http/MachineErrors.js"
 import { OrganizationsRepo } from "../organizations/Repo.js"
-import type { MachineRow } from "../persistence/MachinesRepo.js"
-import { MachinesRepo } from "../persistence/MachinesRepo.js"
-import { OperationsRepo } from "../persistence/OperationsRepo.js"
+import type { MachineRow } from "../runtime/MachinesRepo.js"
+import { MachinesRepo } from "../runtime/MachinesRepo.js"
+import { OperationsRepo } from "../runtime/OperationsRepo.js"
 
 const hour = 3_600_000
 

@@ -1,12 +1,12 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Option } from "effect"
-import { Api } from "../api/Api.js"
+import { Api } from "../Api.js"
 import { Accounts } from "../identity/Accounts.js"
 import { Sessions } from "../identity/Sessions.js"
 import { currentCredential, currentOrganization, currentUser } from "../kernel/http/CallerContext.js"
 import { iso } from "../kernel/http/Dto.js"
 import { ResourceNotFound } from "../kernel/http/Errors.js"
-import { MachinesRepo } from "../persistence/MachinesRepo.js"
+import { MachinesRepo } from "../runtime/MachinesRepo.js"
 
 export const MembersHandlers = HttpApiBuilder.group(Api, "members", (handlers) =>
   Effect.gen(function*() {

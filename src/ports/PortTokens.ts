@@ -9,7 +9,7 @@ import { randomToken, sha256 } from "../kernel/crypto/Tokens.js"
 import { uuidv7 } from "../kernel/domain/Ids.js"
 import { findPort, parsePorts, portUrl } from "../kernel/domain/Ports.js"
 import { ResourceNotFound } from "../kernel/http/Errors.js"
-import { MachinesRepo } from "../persistence/MachinesRepo.js"
+import { MachinesRepo } from "../runtime/MachinesRepo.js"
 import { PortTokensRepo } from "./Repo.js"
 
 export interface NewPortToken {

@@ -30,7 +30,7 @@ import { findPort, parsePorts } from "../kernel/domain/Ports.js"
 import { InternalError, ResourceNotFound } from "../kernel/http/Errors.js"
 import { GuestActionFailed } from "../kernel/http/MachineErrors.js"
 import { type ProblemBody, problemContentType, specOf, toBody } from "../kernel/http/Problem.js"
-import { MachinesRepo } from "../persistence/MachinesRepo.js"
+import { MachinesRepo } from "../runtime/MachinesRepo.js"
 import { PortTokens } from "./PortTokens.js"
 
 export const PORT_TOKEN_HEADER = "x-svc-port-token"

@@ -5,14 +5,14 @@
  * re-applies the same request later. Nothing here writes to the database: the actor settles.
  */
 import { Clock, type Context, Effect, Exit, Option } from "effect"
-import type { ExecResult, FileRange } from "../api/OperationsApi.js"
 import type { DriverError, MachineDriverShape, MachineSpec, NotRunning } from "../drivers/MachineDriver.js"
 import { conflictOf, type MachineConflict, makesMachine } from "../kernel/domain/MachineStates.js"
 import { type ExposedPort, findPort, parsePorts, portsJson, withoutPort, withPort } from "../kernel/domain/Ports.js"
-import type { MachinePatch, MachineRow } from "../persistence/MachinesRepo.js"
-import type { OperationRow } from "../persistence/OperationsRepo.js"
+import type { ExecResult, FileRange } from "../operations/Api.js"
 import { fillSourceOf, type SnapshotWork } from "../snapshots/store/SnapshotWork.js"
 import { OutputCollector } from "./ExecOutput.js"
+import type { MachinePatch, MachineRow } from "./MachinesRepo.js"
+import type { OperationRow } from "./OperationsRepo.js"
 
 export type Outcome =
   | {

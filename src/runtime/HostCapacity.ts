@@ -10,7 +10,7 @@
  */
 import { Clock, Context, Deferred, Effect, Layer } from "effect"
 import { AppConfig } from "../kernel/config/AppConfig.js"
-import { MachinesRepo } from "../persistence/MachinesRepo.js"
+import { MachinesRepo } from "./MachinesRepo.js"
 
 export type QueuePriority = "paid" | "trial"
 

@@ -14,13 +14,13 @@ import { type MachineState, makesMachine } from "../kernel/domain/MachineStates.
 import { type DomainEvent, DomainEvents } from "../kernel/events/DomainEvents.js"
 import { GroupCommit } from "../kernel/sql/GroupCommit.js"
 import { tierOf } from "../limits/Limits.js"
-import { MachinesRepo } from "../persistence/MachinesRepo.js"
-import { isTerminal, type OperationRow, OperationsRepo, type OperationStatus } from "../persistence/OperationsRepo.js"
 import { fillSourceOf, SnapshotWork } from "../snapshots/store/SnapshotWork.js"
 import { apply, type Outcome, specOf, stoppedOnItsOwn } from "./Apply.js"
 import { retryDelay } from "./Backoff.js"
 import { OutputCollector } from "./ExecOutput.js"
 import { HostCapacity } from "./HostCapacity.js"
+import { MachinesRepo } from "./MachinesRepo.js"
+import { isTerminal, type OperationRow, OperationsRepo, type OperationStatus } from "./OperationsRepo.js"
 import { project } from "./Projection.js"
 
 interface Actor {

@@ -5,7 +5,6 @@
  */
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
-import { IdempotencyHeaders } from "../api/MachinesApi.js"
 import { Authorization } from "../kernel/http/Authorization.js"
 import { NullableTimestamp, RequestBody, Timestamp, Uuid } from "../kernel/http/Dto.js"
 import { acceptErrors, stateErrors, withErrors } from "../kernel/http/ErrorLists.js"
@@ -13,6 +12,7 @@ import { ResourceNotFound } from "../kernel/http/Errors.js"
 import { LimitExceeded } from "../kernel/http/MachineErrors.js"
 import { Policy, policy } from "../kernel/http/Policy.js"
 import { wire } from "../kernel/http/Problem.js"
+import { IdempotencyHeaders } from "../machines/Api.js"
 import { NoSnapshot, SnapshotLimitReached, SnapshotPending, TemplateLimitReached, TemplateNameTaken } from "./Errors.js"
 
 export { NoSnapshot, SnapshotLimitReached, SnapshotPending, TemplateLimitReached, TemplateNameTaken }

@@ -1,7 +1,7 @@
 /** Snapshots and templates over HTTP: thin, the rules are in src/services/Snapshots.ts. */
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
-import { Api } from "../api/Api.js"
+import { Api } from "../Api.js"
 import { iso, isoOrNull } from "../kernel/http/Dto.js"
 import type { SnapshotDto } from "./Api.js"
 import type { SnapshotRow } from "./store/SnapshotsRepo.js"

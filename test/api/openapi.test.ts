@@ -2,7 +2,7 @@
 import { OpenApi } from "@effect/platform"
 import { assert, describe, it } from "@effect/vitest"
 import * as NodeFs from "node:fs"
-import { Api } from "../../src/api/Api.js"
+import { Api } from "../../src/Api.js"
 
 describe("openapi", () => {
   it("schema/openapi.json is current (regenerate with npm run openapi)", () => {

@@ -12,7 +12,7 @@ import * as NodePath from "node:path"
 import { ServicesLive, servicesWith } from "../../src/App.js"
 import * as Drivers from "../../src/drivers/Drivers.js"
 import { MachineDriver, type MachineDriverShape } from "../../src/drivers/MachineDriver.js"
-import { nodeServerOn, RoutesLive } from "../../src/http/Server.js"
+import { nodeServerOn, RoutesLive } from "../../src/Http.js"
 import { Accounts } from "../../src/identity/Accounts.js"
 import {
   AppConfig,

@@ -6,7 +6,7 @@
 import { HttpRouter, HttpServerRequest } from "@effect/platform"
 import type { HttpApiEndpoint } from "@effect/platform"
 import { Context, Effect, Layer, Option, Redacted } from "effect"
-import { Api } from "../../api/Api.js"
+import { Api } from "../../Api.js"
 import { Accounts } from "../../identity/Accounts.js"
 import { ApiKeys } from "../../identity/ApiKeys.js"
 import { CSRF_COOKIE, CSRF_HEADER, SESSION_COOKIE, Sessions } from "../../identity/Sessions.js"

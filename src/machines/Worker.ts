@@ -11,8 +11,8 @@
  */
 import { Clock, Duration, Effect, Layer, Queue } from "effect"
 import { type DomainEvent, DomainEvents } from "../kernel/events/DomainEvents.js"
-import { MachinesRepo } from "../persistence/MachinesRepo.js"
-import { Machines } from "../services/Machines.js"
+import { MachinesRepo } from "../runtime/MachinesRepo.js"
+import { Machines } from "./Machines.js"
 
 const busyRetry = Duration.seconds(1)
 

@@ -6,7 +6,7 @@ import { NullableTimestamp, Timestamp, Uuid } from "../kernel/http/Dto.js"
 import { ResourceNotFound } from "../kernel/http/Errors.js"
 import { Policy, policy } from "../kernel/http/Policy.js"
 import { wire } from "../kernel/http/Problem.js"
-import { StopReason } from "./MachinesApi.js"
+import { StopReason } from "../machines/Api.js"
 
 export const OperationStatus = Schema.Literal(
   "pending",

@@ -6,7 +6,6 @@
  */
 import type { SqlClient } from "@effect/sql"
 import { Clock, Context, Effect, Layer, Option } from "effect"
-import type { AcceptedChange, CreateMachineRequest } from "../api/MachinesApi.js"
 import { MachineDriver } from "../drivers/MachineDriver.js"
 import { EnvironmentsRepo } from "../environments/Repo.js"
 import { AppConfig } from "../kernel/config/AppConfig.js"
@@ -19,9 +18,10 @@ import { machineConflicts, NameTaken, RuntimeUnavailable } from "../kernel/http/
 import { GroupCommit } from "../kernel/sql/GroupCommit.js"
 import { type Keyed, makeIdempotency } from "../kernel/sql/Idempotency.js"
 import { Limits } from "../limits/Limits.js"
-import { type MachinePatch, type MachineRow, MachinesRepo } from "../persistence/MachinesRepo.js"
-import { OperationsRepo } from "../persistence/OperationsRepo.js"
+import { type MachinePatch, type MachineRow, MachinesRepo } from "../runtime/MachinesRepo.js"
 import { MachineSupervisor } from "../runtime/MachineSupervisor.js"
+import { OperationsRepo } from "../runtime/OperationsRepo.js"
+import type { AcceptedChange, CreateMachineRequest } from "./Api.js"
 
 export interface Requester extends Keyed {
   readonly userId: string

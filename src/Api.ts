@@ -3,17 +3,17 @@
  * programs embedding svc and the CLI use.
  */
 import { HttpApi, OpenApi } from "@effect/platform"
-import { AgentsApi } from "../agents/Api.js"
-import { EnvironmentsApi } from "../environments/Api.js"
-import { AuthApi } from "../identity/Api.js"
-import { ApiKeysApi } from "../identity/ApiKeysApi.js"
-import { BodyTooLarge, InternalError, InvalidRequest, RateLimited } from "../kernel/http/Errors.js"
-import { wire } from "../kernel/http/Problem.js"
-import { LimitsApi } from "../limits/Api.js"
-import { MembersApi } from "../organizations/Api.js"
-import { SnapshotsApi } from "../snapshots/Api.js"
-import { MachinesApi } from "./MachinesApi.js"
-import { OperationsApi } from "./OperationsApi.js"
+import { AgentsApi } from "./agents/Api.js"
+import { EnvironmentsApi } from "./environments/Api.js"
+import { AuthApi } from "./identity/Api.js"
+import { ApiKeysApi } from "./identity/ApiKeysApi.js"
+import { BodyTooLarge, InternalError, InvalidRequest, RateLimited } from "./kernel/http/Errors.js"
+import { wire } from "./kernel/http/Problem.js"
+import { LimitsApi } from "./limits/Api.js"
+import { MachinesApi } from "./machines/Api.js"
+import { OperationsApi } from "./operations/Api.js"
+import { MembersApi } from "./organizations/Api.js"
+import { SnapshotsApi } from "./snapshots/Api.js"
 
 export class Api extends HttpApi.make("svc")
   .add(AuthApi)

@@ -1,14 +1,14 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
-import { Api } from "../api/Api.js"
+import { Api } from "../Api.js"
 import { AppConfig } from "../kernel/config/AppConfig.js"
 import { currentOrganization, currentUser, requester } from "../kernel/http/CallerContext.js"
 import { iso } from "../kernel/http/Dto.js"
-import { MachinesRepo } from "../persistence/MachinesRepo.js"
 import { PortTokens } from "../ports/PortTokens.js"
-import { Machines } from "../services/Machines.js"
+import { MachinesRepo } from "../runtime/MachinesRepo.js"
 import { Snapshots } from "../snapshots/Snapshots.js"
-import { machineDto } from "./MachineDtos.js"
+import { machineDto } from "./Dto.js"
+import { Machines } from "./Machines.js"
 
 export const MachinesHandlers = HttpApiBuilder.group(Api, "machines", (handlers) =>
   Effect.gen(function*() {

@@ -1,15 +1,15 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Option } from "effect"
-import { Api } from "../api/Api.js"
+import { Api } from "../Api.js"
 import { DomainEvents } from "../kernel/events/DomainEvents.js"
 import { currentOrganization } from "../kernel/http/CallerContext.js"
 import { ResourceNotFound } from "../kernel/http/Errors.js"
 import { eventStreamResponse } from "../kernel/http/EventStreams.js"
-import { MachinesRepo } from "../persistence/MachinesRepo.js"
-import { type EventRow, type OperationRow, OperationsRepo, terminalStatuses } from "../persistence/OperationsRepo.js"
+import { operationDto } from "../machines/Dto.js"
 import { HostCapacity } from "../runtime/HostCapacity.js"
+import { MachinesRepo } from "../runtime/MachinesRepo.js"
 import { MachineSupervisor } from "../runtime/MachineSupervisor.js"
-import { operationDto } from "./MachineDtos.js"
+import { type EventRow, type OperationRow, OperationsRepo, terminalStatuses } from "../runtime/OperationsRepo.js"
 
 const notFound = new ResourceNotFound({ detail: "Operation not found" })
 

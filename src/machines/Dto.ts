@@ -1,10 +1,10 @@
 /** Rows to the DTOs of api.md and extensions.md §5. */
-import type { MachineDto } from "../api/MachinesApi.js"
-import type { OperationDto } from "../api/OperationsApi.js"
 import { parsePorts, portUrl } from "../kernel/domain/Ports.js"
 import { iso, isoOrNull } from "../kernel/http/Dto.js"
-import type { MachineRow } from "../persistence/MachinesRepo.js"
-import type { OperationRow } from "../persistence/OperationsRepo.js"
+import type { OperationDto } from "../operations/Api.js"
+import type { MachineRow } from "../runtime/MachinesRepo.js"
+import type { OperationRow } from "../runtime/OperationsRepo.js"
+import type { MachineDto } from "./Api.js"
 
 export const machineDto = (baseUrl: string) => (row: MachineRow): MachineDto => ({
   id: row.id,
