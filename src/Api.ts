@@ -7,8 +7,6 @@ import { AgentsApi } from "./agents/Api.js"
 import { EnvironmentsApi } from "./environments/Api.js"
 import { AuthApi } from "./identity/Api.js"
 import { ApiKeysApi } from "./identity/ApiKeysApi.js"
-import { BodyTooLarge, InternalError, InvalidRequest, RateLimited } from "./kernel/http/Errors.js"
-import { wire } from "./kernel/http/Problem.js"
 import { LimitsApi } from "./limits/Api.js"
 import { MachinesApi } from "./machines/Api.js"
 import { OperationsApi } from "./operations/Api.js"
@@ -25,10 +23,6 @@ export class Api extends HttpApi.make("svc")
   .add(EnvironmentsApi)
   .add(SnapshotsApi)
   .add(AgentsApi)
-  .addError(wire(InvalidRequest))
-  .addError(wire(BodyTooLarge))
-  .addError(wire(RateLimited))
-  .addError(wire(InternalError))
   .annotate(OpenApi.Title, "svc")
   .annotate(OpenApi.Description, "Self-hosted machine service: isolated machines and coding agents for organizations.")
 {}

@@ -22,16 +22,12 @@ import {
   type AgentEvent,
   type AgentInputAccepted,
   type AgentPromptRequest,
-  AgentsUnavailable,
   type AgentTurnDto,
-  AgentTurnRunning,
-  ConversationNotFound,
   maxAttachmentBytes,
-  NoActiveTurn,
-  ProviderMismatch,
   type ProviderModelsDto
 } from "./Api.js"
 import { AgentConversationsRepo, type ConversationRow, type TurnRow } from "./ConversationsRepo.js"
+import { AgentsUnavailable, AgentTurnRunning, ConversationNotFound, NoActiveTurn, ProviderMismatch } from "./Errors.js"
 import { type AgentEventRow, AgentEventsRepo } from "./EventsRepo.js"
 import type { AgentProviderShape, EventBody } from "./providers/AgentProvider.js"
 import { catalogue, priced, publicModel } from "./providers/Catalogue.js"

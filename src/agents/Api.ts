@@ -1,15 +1,17 @@
 /** Coding agents inside machines (api.md "Agents", extensions.md §8). */
-import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
+import { HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
 import { Authorization } from "../kernel/http/Authorization.js"
 import { NullableTimestamp, RequestBody, Timestamp, Uuid } from "../kernel/http/Dto.js"
-import { acceptErrors, notRunningErrors, withErrors } from "../kernel/http/ErrorLists.js"
+import { Endpoint } from "../kernel/http/Endpoint.js"
+import { acceptErrors, notRunningErrors } from "../kernel/http/ErrorLists.js"
 import { ResourceNotFound } from "../kernel/http/Errors.js"
 import { GuestActionFailed } from "../kernel/http/MachineErrors.js"
-import { Policy, policy } from "../kernel/http/Policy.js"
-import { problem, ProblemFields, wire } from "../kernel/http/Problem.js"
+import { policy } from "../kernel/http/Policy.js"
+import { type ProblemClass } from "../kernel/http/Problem.js"
 import { IdempotencyHeaders } from "../machines/Api.js"
 import { EventStream } from "../operations/Api.js"
+import { AgentsUnavailable, AgentTurnRunning, ConversationNotFound, NoActiveTurn, ProviderMismatch } from "./Errors.js"
 
 export const AgentProvider = Schema.Literal("claude_code", "codex", "opencode")
 export type AgentProvider = typeof AgentProvider.Type
@@ -186,49 +188,25 @@ export type ProviderModelsDto = typeof ProviderModelsDto.Type
 
 // Errors
 
-export class ConversationNotFound extends Schema.TaggedError<ConversationNotFound>()(
-  "conversation_not_found",
-  ProblemFields,
-  problem(404, "Conversation not found")
-) {}
-
-export class AgentTurnRunning extends Schema.TaggedError<AgentTurnRunning>()(
-  "agent_turn_running",
-  ProblemFields,
-  problem(409, "A turn of this conversation is running")
-) {}
-
-export class ProviderMismatch extends Schema.TaggedError<ProviderMismatch>()(
-  "provider_mismatch",
-  ProblemFields,
-  problem(409, "The conversation belongs to another provider")
-) {}
-
-export class NoActiveTurn extends Schema.TaggedError<NoActiveTurn>()(
-  "no_active_turn",
-  ProblemFields,
-  problem(409, "No turn of this conversation is running")
-) {}
-
-export class AgentsUnavailable extends Schema.TaggedError<AgentsUnavailable>()(
-  "agents_unavailable",
-  ProblemFields,
-  problem(503, "The agent is not available on this server")
-) {}
-
 const MachinePath = Schema.Struct({ id: Uuid })
 const changers = policy("U", "header", ["owner", "admin", "operator"])
 
 /** The 202 routes: idempotency key, the machine's state, the conversation. */
-const turnChange = <const Name extends string, const Path extends `/v1/machines/:id/agents/${string}`>(
+const turnChange = <
+  const Name extends string,
+  const Path extends `/v1/machines/:id/agents/${string}`,
+  const Extra extends ReadonlyArray<ProblemClass<any>>
+>(
   name: Name,
-  path: Path
+  path: Path,
+  extra: Extra
 ) =>
-  HttpApiEndpoint.post(name, path)
+  Endpoint.post(name, path, {
+    policy: changers,
+    errors: [...acceptErrors, ConversationNotFound, ...notRunningErrors, GuestActionFailed, AgentsUnavailable, ...extra]
+  })
     .setPath(MachinePath)
     .setHeaders(IdempotencyHeaders)
-    .pipe(withErrors(...acceptErrors, ConversationNotFound, ...notRunningErrors, GuestActionFailed, AgentsUnavailable))
-    .annotate(Policy, changers)
 
 export const EventsParams = Schema.Struct({
   conversation_id: Uuid,
@@ -242,26 +220,25 @@ export const EventsParams = Schema.Struct({
 
 export class AgentsApi extends HttpApiGroup.make("agents")
   .add(
-    turnChange("prompt", "/v1/machines/:id/agents/prompt")
+    turnChange("prompt", "/v1/machines/:id/agents/prompt", [AgentTurnRunning, ProviderMismatch])
       .setPayload(AgentPromptRequest)
       .addSuccess(AgentTurnDto, { status: 202 })
-      .addError(wire(AgentTurnRunning))
-      .addError(wire(ProviderMismatch))
   )
   .add(
-    turnChange("steer", "/v1/machines/:id/agents/steer")
+    turnChange("steer", "/v1/machines/:id/agents/steer", [NoActiveTurn])
       .setPayload(SteerRequest)
       .addSuccess(AgentInputAccepted, { status: 202 })
-      .addError(wire(NoActiveTurn))
   )
   .add(
-    turnChange("interrupt", "/v1/machines/:id/agents/interrupt")
+    turnChange("interrupt", "/v1/machines/:id/agents/interrupt", [NoActiveTurn])
       .setPayload(InterruptRequest)
       .addSuccess(AgentInputAccepted, { status: 202 })
-      .addError(wire(NoActiveTurn))
   )
   .add(
-    HttpApiEndpoint.get("events", "/v1/machines/:id/agents/events")
+    Endpoint.get("events", "/v1/machines/:id/agents/events", {
+      policy: changers,
+      errors: [ResourceNotFound, ConversationNotFound]
+    })
       .setPath(MachinePath)
       .setUrlParams(EventsParams)
       .setHeaders(Schema.Struct({
@@ -270,12 +247,12 @@ export class AgentsApi extends HttpApiGroup.make("agents")
       }))
       .addSuccess(AgentEventsDto)
       .addSuccess(EventStream)
-      .addError(wire(ResourceNotFound))
-      .addError(wire(ConversationNotFound))
-      .annotate(Policy, changers)
   )
   .add(
-    HttpApiEndpoint.get("conversations", "/v1/machines/:id/agents/conversations")
+    Endpoint.get("conversations", "/v1/machines/:id/agents/conversations", {
+      policy: changers,
+      errors: [ResourceNotFound]
+    })
       .setPath(MachinePath)
       .setUrlParams(Schema.Struct({
         limit: Schema.optionalWith(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 100)), {
@@ -284,13 +261,10 @@ export class AgentsApi extends HttpApiGroup.make("agents")
         cursor: Schema.optional(Uuid)
       }))
       .addSuccess(AgentConversationListDto)
-      .addError(wire(ResourceNotFound))
-      .annotate(Policy, changers)
   )
   .add(
-    HttpApiEndpoint.get("providerModels", "/v1/provider-models")
+    Endpoint.get("providerModels", "/v1/provider-models", { policy: policy("R", "header") })
       .addSuccess(ProviderModelsDto)
-      .annotate(Policy, policy("R", "header"))
   )
   .middleware(Authorization)
 {}

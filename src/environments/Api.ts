@@ -1,19 +1,14 @@
 /** Environments (extensions.md §6): versioned, write-only variables for machines. */
-import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "@effect/platform"
+import { HttpApiGroup, HttpApiSchema } from "@effect/platform"
 import { Schema } from "effect"
 import { SecretsUnavailable } from "../kernel/crypto/SecretBox.js"
 import { Authorization } from "../kernel/http/Authorization.js"
 import { RequestBody, Timestamp, Uuid } from "../kernel/http/Dto.js"
+import { Endpoint } from "../kernel/http/Endpoint.js"
 import { ResourceNotFound } from "../kernel/http/Errors.js"
-import { Policy, policy } from "../kernel/http/Policy.js"
-import { problem, ProblemFields, wire } from "../kernel/http/Problem.js"
+import { policy } from "../kernel/http/Policy.js"
 import { AcceptedChange } from "../machines/Api.js"
-
-export class EnvironmentInUse extends Schema.TaggedError<EnvironmentInUse>()(
-  "environment_in_use",
-  ProblemFields,
-  problem(409, "Environment in use")
-) {}
+import { EnvironmentInUse } from "./Errors.js"
 
 const VariableName = Schema.String.pipe(
   Schema.pattern(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, { message: () => "a variable name like API_TOKEN" })
@@ -55,47 +50,43 @@ const EnvironmentPath = Schema.Struct({ id: Uuid })
 
 export class EnvironmentsApi extends HttpApiGroup.make("environments")
   .add(
-    HttpApiEndpoint.get("list", "/v1/environments")
+    Endpoint.get("list", "/v1/environments", { policy: policy("F", "header") })
       .addSuccess(Schema.Struct({ items: Schema.Array(EnvironmentDto) }))
-      .annotate(Policy, policy("F", "header"))
   )
   .add(
-    HttpApiEndpoint.post("create", "/v1/environments")
+    Endpoint.post("create", "/v1/environments", { policy: policy("F", "header"), errors: [SecretsUnavailable] })
       .setPayload(CreateEnvironmentRequest)
       .addSuccess(EnvironmentDto, { status: 201 })
-      .addError(wire(SecretsUnavailable))
-      .annotate(Policy, policy("F", "header"))
   )
   .add(
-    HttpApiEndpoint.get("get", "/v1/environments/:id")
+    Endpoint.get("get", "/v1/environments/:id", { policy: policy("F", "header"), errors: [ResourceNotFound] })
       .setPath(EnvironmentPath)
       .addSuccess(EnvironmentDto)
-      .addError(wire(ResourceNotFound))
-      .annotate(Policy, policy("F", "header"))
   )
   .add(
-    HttpApiEndpoint.patch("update", "/v1/environments/:id")
+    Endpoint.patch("update", "/v1/environments/:id", {
+      policy: policy("F", "header"),
+      errors: [ResourceNotFound, SecretsUnavailable]
+    })
       .setPath(EnvironmentPath)
       .setPayload(PatchEnvironmentRequest)
       .addSuccess(EnvironmentDto)
-      .addError(wire(ResourceNotFound))
-      .addError(wire(SecretsUnavailable))
-      .annotate(Policy, policy("F", "header"))
   )
   .add(
-    HttpApiEndpoint.del("delete", "/v1/environments/:id")
+    Endpoint.del("delete", "/v1/environments/:id", {
+      policy: policy("F", "header"),
+      errors: [ResourceNotFound, EnvironmentInUse]
+    })
       .setPath(EnvironmentPath)
       .addSuccess(HttpApiSchema.NoContent)
-      .addError(wire(ResourceNotFound))
-      .addError(wire(EnvironmentInUse))
-      .annotate(Policy, policy("F", "header"))
   )
   .add(
-    HttpApiEndpoint.post("upgrade", "/v1/environments/:id/upgrade")
+    Endpoint.post("upgrade", "/v1/environments/:id/upgrade", {
+      policy: policy("U", "header"),
+      errors: [ResourceNotFound]
+    })
       .setPath(EnvironmentPath)
       .addSuccess(Schema.Struct({ operations: Schema.Array(AcceptedChange) }), { status: 202 })
-      .addError(wire(ResourceNotFound))
-      .annotate(Policy, policy("U", "header"))
   )
   .middleware(Authorization)
 {}

@@ -11,7 +11,7 @@ import { GroupCommit } from "../kernel/sql/GroupCommit.js"
 import { IdempotencyKeysRepo } from "../kernel/sql/IdempotencyKeysRepo.js"
 import type { AcceptedChange } from "../machines/Api.js"
 import { Machines, type Requester } from "../machines/Machines.js"
-import { EnvironmentInUse } from "./Api.js"
+import { EnvironmentInUse } from "./Errors.js"
 import { type EnvironmentRow, EnvironmentsRepo } from "./Repo.js"
 import { type Variables, variablesOf } from "./Variables.js"
 

@@ -1,10 +1,11 @@
-import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "@effect/platform"
+import { HttpApiGroup, HttpApiSchema } from "@effect/platform"
 import { Schema } from "effect"
 import { Authorization } from "../kernel/http/Authorization.js"
 import { RequestBody } from "../kernel/http/Dto.js"
-import { EmailUnavailable, InvalidCode, RateLimited, UnsupportedProvider } from "../kernel/http/Errors.js"
-import { Policy, policy } from "../kernel/http/Policy.js"
-import { wire } from "../kernel/http/Problem.js"
+import { Endpoint } from "../kernel/http/Endpoint.js"
+import { RateLimited } from "../kernel/http/Errors.js"
+import { policy } from "../kernel/http/Policy.js"
+import { EmailUnavailable, InvalidCode, UnsupportedProvider } from "./Errors.js"
 
 export const SignInProvidersDto = Schema.Struct({
   access: Schema.String,
@@ -40,38 +41,33 @@ export const EmailVerified = Schema.Struct({ return_to: Schema.String })
 
 export class AuthApi extends HttpApiGroup.make("auth")
   .add(
-    HttpApiEndpoint.get("providers", "/v1/auth/providers")
+    Endpoint.get("providers", "/v1/auth/providers", { policy: policy("N") })
       .addSuccess(SignInProvidersDto)
-      .annotate(Policy, policy("N"))
   )
   .add(
-    HttpApiEndpoint.post("emailStart", "/v1/auth/email/start")
+    Endpoint.post("emailStart", "/v1/auth/email/start", {
+      policy: policy("N"),
+      errors: [UnsupportedProvider, RateLimited, EmailUnavailable]
+    })
       .setPayload(EmailStartRequest)
       .addSuccess(EmailStarted, { status: 202 })
-      .addError(wire(UnsupportedProvider))
-      .addError(wire(RateLimited))
-      .addError(wire(EmailUnavailable))
-      .annotate(Policy, policy("N"))
   )
   .add(
-    HttpApiEndpoint.post("emailVerify", "/v1/auth/email/verify")
+    Endpoint.post("emailVerify", "/v1/auth/email/verify", {
+      policy: policy("N"),
+      errors: [InvalidCode, UnsupportedProvider, RateLimited]
+    })
       .setPayload(EmailVerifyRequest)
       .addSuccess(EmailVerified)
-      .addError(wire(InvalidCode))
-      .addError(wire(UnsupportedProvider))
-      .addError(wire(RateLimited))
-      .annotate(Policy, policy("N"))
   )
   .add(
-    HttpApiEndpoint.get("emailCallback", "/v1/auth/email/callback")
+    Endpoint.get("emailCallback", "/v1/auth/email/callback", { policy: policy("N") })
       .setUrlParams(Schema.Struct({ token: Schema.optional(Schema.String) }))
       .addSuccess(HttpApiSchema.Empty(303))
-      .annotate(Policy, policy("N"))
   )
   .add(
-    HttpApiEndpoint.post("logout", "/v1/auth/logout")
+    Endpoint.post("logout", "/v1/auth/logout", { policy: policy("S") })
       .addSuccess(HttpApiSchema.NoContent)
-      .annotate(Policy, policy("S"))
   )
   .middleware(Authorization)
 {}

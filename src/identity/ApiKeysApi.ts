@@ -1,11 +1,11 @@
-import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "@effect/platform"
+import { HttpApiGroup, HttpApiSchema } from "@effect/platform"
 import { Schema } from "effect"
 import { Preset } from "../kernel/domain/Access.js"
 import { Authorization } from "../kernel/http/Authorization.js"
 import { NullableTimestamp, RequestBody, Timestamp, Uuid } from "../kernel/http/Dto.js"
+import { Endpoint } from "../kernel/http/Endpoint.js"
 import { ResourceNotFound } from "../kernel/http/Errors.js"
-import { Policy, policy } from "../kernel/http/Policy.js"
-import { wire } from "../kernel/http/Problem.js"
+import { policy } from "../kernel/http/Policy.js"
 
 export const ApiKeyDto = Schema.Struct({
   id: Uuid,
@@ -34,22 +34,18 @@ export const ApiKeyList = Schema.Struct({ items: Schema.Array(ApiKeyDto) })
 
 export class ApiKeysApi extends HttpApiGroup.make("apiKeys")
   .add(
-    HttpApiEndpoint.get("list", "/v1/api-keys")
+    Endpoint.get("list", "/v1/api-keys", { policy: policy("F", "header") })
       .addSuccess(ApiKeyList)
-      .annotate(Policy, policy("F", "header"))
   )
   .add(
-    HttpApiEndpoint.post("create", "/v1/api-keys")
+    Endpoint.post("create", "/v1/api-keys", { policy: policy("F", "header") })
       .setPayload(CreateApiKeyRequest)
       .addSuccess(CreatedApiKey, { status: 201 })
-      .annotate(Policy, policy("F", "header"))
   )
   .add(
-    HttpApiEndpoint.del("revoke", "/v1/api-keys/:id")
+    Endpoint.del("revoke", "/v1/api-keys/:id", { policy: policy("F", "header"), errors: [ResourceNotFound] })
       .setPath(Schema.Struct({ id: Uuid }))
       .addSuccess(HttpApiSchema.NoContent)
-      .addError(wire(ResourceNotFound))
-      .annotate(Policy, policy("F", "header"))
   )
   .middleware(Authorization)
 {}

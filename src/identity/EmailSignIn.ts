@@ -8,11 +8,11 @@ import { Clock, Context, Effect, Layer, Option } from "effect"
 import { AppConfig } from "../kernel/config/AppConfig.js"
 import { randomToken, safeEqual, sha256, sixDigitCode } from "../kernel/crypto/Tokens.js"
 import { uuidv7 } from "../kernel/domain/Ids.js"
-import { EmailUnavailable, InvalidCode, UnsupportedProvider } from "../kernel/http/Errors.js"
 import { RateLimiter } from "../kernel/http/RateLimiter.js"
 import { Mail } from "../kernel/mail/Mail.js"
 import { Accounts, normalizeEmail } from "./Accounts.js"
 import { type EmailSignInRow, EmailSignInsRepo } from "./EmailSignInsRepo.js"
+import { EmailUnavailable, InvalidCode, UnsupportedProvider } from "./Errors.js"
 
 export const EMAIL_STATE_COOKIE = "svc_email_state"
 export const codeLifetimeMillis = 10 * 60_000

@@ -1,7 +1,8 @@
-import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
+import { HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
 import { Authorization } from "../kernel/http/Authorization.js"
-import { Policy, policy } from "../kernel/http/Policy.js"
+import { Endpoint } from "../kernel/http/Endpoint.js"
+import { policy } from "../kernel/http/Policy.js"
 
 const Usage = Schema.Struct({ limit: Schema.Int, used: Schema.Int })
 
@@ -14,6 +15,6 @@ export const LimitsDto = Schema.Struct({
 })
 
 export class LimitsApi extends HttpApiGroup.make("limits")
-  .add(HttpApiEndpoint.get("get", "/v1/limits").addSuccess(LimitsDto).annotate(Policy, policy("R", "header")))
+  .add(Endpoint.get("get", "/v1/limits", { policy: policy("R", "header") }).addSuccess(LimitsDto))
   .middleware(Authorization)
 {}

@@ -1,13 +1,14 @@
 /** Machines (extensions.md §5): the resource, its settings, and the routes that accept operations. */
-import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
+import { HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
 import { Authorization } from "../kernel/http/Authorization.js"
 import { NullableTimestamp, RequestBody, Timestamp, Uuid } from "../kernel/http/Dto.js"
-import { acceptErrors, stateErrors, withErrors } from "../kernel/http/ErrorLists.js"
+import { Endpoint } from "../kernel/http/Endpoint.js"
+import { acceptErrors, stateErrors } from "../kernel/http/ErrorLists.js"
 import { ResourceNotFound } from "../kernel/http/Errors.js"
 import { LimitExceeded, MachineDeleted, NameTaken } from "../kernel/http/MachineErrors.js"
-import { Policy, policy } from "../kernel/http/Policy.js"
-import { wire } from "../kernel/http/Problem.js"
+import { policy, type PolicySpec } from "../kernel/http/Policy.js"
+import type { ProblemClass } from "../kernel/http/Problem.js"
 import { NoSnapshot, SnapshotPending } from "../snapshots/Errors.js"
 
 export const MachineState = Schema.Literal(
@@ -204,115 +205,105 @@ const MachinePath = Schema.Struct({ id: Uuid })
 const PortPath = Schema.Struct({ id: Uuid, port: Schema.NumberFromString.pipe(Schema.compose(PortNumber)) })
 
 /** An operation-accepting route on one machine: path id, idempotency key, 202, the 409s. */
-const change = <const Name extends string, const Path extends `/v1/machines/:id${string}`>(
+const change = <
+  const Name extends string,
+  const Path extends `/v1/machines/:id${string}`,
+  const Extra extends ReadonlyArray<ProblemClass<any>> = readonly []
+>(
   name: Name,
   method: "post" | "put" | "del",
-  path: Path
+  path: Path,
+  spec: { readonly policy: PolicySpec; readonly errors?: Extra }
 ) =>
-  (method === "post"
-    ? HttpApiEndpoint.post(name, path)
-    : method === "put"
-    ? HttpApiEndpoint.put(name, path)
-    : HttpApiEndpoint.del(name, path))
+  Endpoint[method](name, path, {
+    policy: spec.policy,
+    errors: [...acceptErrors, LimitExceeded, ...stateErrors, ...(spec.errors ?? ([] as unknown as Extra))]
+  })
     .setPath(MachinePath)
     .setHeaders(IdempotencyHeaders)
     .addSuccess(AcceptedChange, { status: 202 })
-    .pipe(withErrors(...acceptErrors, LimitExceeded, ...stateErrors))
 
 export class MachinesApi extends HttpApiGroup.make("machines")
   .add(
-    HttpApiEndpoint.post("create", "/v1/machines")
+    Endpoint.post("create", "/v1/machines", {
+      policy: policy("C", "header"),
+      errors: [...acceptErrors, NameTaken, LimitExceeded, SnapshotPending]
+    })
       .setPayload(CreateMachineRequest)
       .setHeaders(IdempotencyHeaders)
       .addSuccess(AcceptedChange, { status: 202 })
-      .pipe(withErrors(...acceptErrors, NameTaken, LimitExceeded, SnapshotPending))
-      .annotate(Policy, policy("C", "header"))
   )
   .add(
-    change("fork", "post", "/v1/machines/:id/fork").setPayload(ForkRequest).addError(wire(NameTaken)).annotate(
-      Policy,
-      policy("C", "header")
-    )
+    change("fork", "post", "/v1/machines/:id/fork", { policy: policy("C", "header"), errors: [NameTaken] })
+      .setPayload(ForkRequest)
   )
   .add(
-    change("restore", "post", "/v1/machines/:id/restore")
+    change("restore", "post", "/v1/machines/:id/restore", {
+      policy: policy("C", "header"),
+      errors: [NameTaken, NoSnapshot, SnapshotPending]
+    })
       .setPayload(RestoreRequest)
-      .addError(wire(NameTaken))
-      .addError(wire(NoSnapshot))
-      .addError(wire(SnapshotPending))
-      .annotate(Policy, policy("C", "header"))
   )
   .add(
-    HttpApiEndpoint.get("list", "/v1/machines")
+    Endpoint.get("list", "/v1/machines", { policy: policy("R", "header") })
       .setUrlParams(ListMachinesParams)
       .addSuccess(MachineList)
-      .annotate(Policy, policy("R", "header"))
   )
   .add(
-    HttpApiEndpoint.get("get", "/v1/machines/:id")
+    Endpoint.get("get", "/v1/machines/:id", { policy: policy("R", "header"), errors: [ResourceNotFound] })
       .setPath(MachinePath)
       .addSuccess(MachineDto)
-      .addError(wire(ResourceNotFound))
-      .annotate(Policy, policy("R", "header"))
   )
   .add(
-    HttpApiEndpoint.patch("update", "/v1/machines/:id")
+    Endpoint.patch("update", "/v1/machines/:id", {
+      policy: policy("U", "header"),
+      errors: [ResourceNotFound, NameTaken, MachineDeleted]
+    })
       .setPath(MachinePath)
       .setPayload(PatchMachineRequest)
       .addSuccess(MachineDto)
-      .addError(wire(ResourceNotFound))
-      .addError(wire(NameTaken))
-      .addError(wire(MachineDeleted))
-      .annotate(Policy, policy("U", "header"))
   )
-  .add(change("start", "post", "/v1/machines/:id/start").annotate(Policy, policy("U", "header")))
-  .add(change("stop", "post", "/v1/machines/:id/stop").setPayload(StopRequest).annotate(Policy, policy("U", "header")))
-  .add(change("restart", "post", "/v1/machines/:id/restart").annotate(Policy, policy("U", "header")))
-  .add(change("delete", "del", "/v1/machines/:id").annotate(Policy, policy("C", "header")))
-  .add(change("exec", "post", "/v1/machines/:id/exec").setPayload(ExecRequest).annotate(Policy, policy("U", "header")))
+  .add(change("start", "post", "/v1/machines/:id/start", { policy: policy("U", "header") }))
+  .add(change("stop", "post", "/v1/machines/:id/stop", { policy: policy("U", "header") }).setPayload(StopRequest))
+  .add(change("restart", "post", "/v1/machines/:id/restart", { policy: policy("U", "header") }))
+  .add(change("delete", "del", "/v1/machines/:id", { policy: policy("C", "header") }))
+  .add(change("exec", "post", "/v1/machines/:id/exec", { policy: policy("U", "header") }).setPayload(ExecRequest))
   .add(
-    change("writeFile", "post", "/v1/machines/:id/files/write").setPayload(WriteFileRequest).annotate(
-      Policy,
-      policy("U", "header")
+    change("writeFile", "post", "/v1/machines/:id/files/write", { policy: policy("U", "header") }).setPayload(
+      WriteFileRequest
     )
   )
   .add(
-    change("readFile", "post", "/v1/machines/:id/files/read").setPayload(ReadFileRequest).annotate(
-      Policy,
-      policy("U", "header")
+    change("readFile", "post", "/v1/machines/:id/files/read", { policy: policy("U", "header") }).setPayload(
+      ReadFileRequest
     )
   )
   .add(
-    change("installSshKey", "post", "/v1/machines/:id/ssh-keys").setPayload(SshKeyRequest).annotate(
-      Policy,
-      policy("U", "header")
+    change("installSshKey", "post", "/v1/machines/:id/ssh-keys", { policy: policy("U", "header") }).setPayload(
+      SshKeyRequest
     )
   )
   .add(
-    change("setInternet", "put", "/v1/machines/:id/internet").setPayload(InternetRequest).annotate(
-      Policy,
-      policy("U", "header")
+    change("setInternet", "put", "/v1/machines/:id/internet", { policy: policy("U", "header") }).setPayload(
+      InternetRequest
     )
   )
   .add(
-    change("exposePort", "post", "/v1/machines/:id/ports").setPayload(ExposePortRequest).annotate(
-      Policy,
-      policy("U", "header")
+    change("exposePort", "post", "/v1/machines/:id/ports", { policy: policy("U", "header") }).setPayload(
+      ExposePortRequest
     )
   )
   .add(
-    change("unexposePort", "del", "/v1/machines/:id/ports/:port").setPath(PortPath).annotate(
-      Policy,
-      policy("U", "header")
-    )
+    change("unexposePort", "del", "/v1/machines/:id/ports/:port", { policy: policy("U", "header") }).setPath(PortPath)
   )
   .add(
-    HttpApiEndpoint.post("createPortToken", "/v1/machines/:id/ports/:port/tokens")
+    Endpoint.post("createPortToken", "/v1/machines/:id/ports/:port/tokens", {
+      policy: policy("U", "header"),
+      errors: [ResourceNotFound]
+    })
       .setPath(PortPath)
       .setPayload(PortTokenRequest)
       .addSuccess(PortToken, { status: 201 })
-      .addError(wire(ResourceNotFound))
-      .annotate(Policy, policy("U", "header"))
   )
   .middleware(Authorization)
 {}

@@ -1,11 +1,11 @@
 /** Operations (api.md "Operations", extensions.md §7): read, list per machine, cancel, events. */
-import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "@effect/platform"
+import { HttpApiGroup, HttpApiSchema } from "@effect/platform"
 import { Schema } from "effect"
 import { Authorization } from "../kernel/http/Authorization.js"
 import { NullableTimestamp, Timestamp, Uuid } from "../kernel/http/Dto.js"
+import { Endpoint } from "../kernel/http/Endpoint.js"
 import { ResourceNotFound } from "../kernel/http/Errors.js"
-import { Policy, policy } from "../kernel/http/Policy.js"
-import { wire } from "../kernel/http/Problem.js"
+import { policy } from "../kernel/http/Policy.js"
 import { StopReason } from "../machines/Api.js"
 
 export const OperationStatus = Schema.Literal(
@@ -74,14 +74,15 @@ export const EventStream = Schema.String.pipe(
 
 export class OperationsApi extends HttpApiGroup.make("operations")
   .add(
-    HttpApiEndpoint.get("get", "/v1/operations/:id")
+    Endpoint.get("get", "/v1/operations/:id", { policy: policy("R", "header"), errors: [ResourceNotFound] })
       .setPath(OperationPath)
       .addSuccess(OperationDto)
-      .addError(wire(ResourceNotFound))
-      .annotate(Policy, policy("R", "header"))
   )
   .add(
-    HttpApiEndpoint.get("listForMachine", "/v1/machines/:id/operations")
+    Endpoint.get("listForMachine", "/v1/machines/:id/operations", {
+      policy: policy("R", "header"),
+      errors: [ResourceNotFound]
+    })
       .setPath(OperationPath)
       .setUrlParams(Schema.Struct({
         limit: Schema.optionalWith(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 100)), {
@@ -90,25 +91,19 @@ export class OperationsApi extends HttpApiGroup.make("operations")
         cursor: Schema.optional(Schema.String)
       }))
       .addSuccess(OperationList)
-      .addError(wire(ResourceNotFound))
-      .annotate(Policy, policy("R", "header"))
   )
   .add(
-    HttpApiEndpoint.post("cancel", "/v1/operations/:id/cancel")
+    Endpoint.post("cancel", "/v1/operations/:id/cancel", { policy: policy("U", "header"), errors: [ResourceNotFound] })
       .setPath(OperationPath)
       .addSuccess(OperationDto, { status: 202 })
-      .addError(wire(ResourceNotFound))
-      .annotate(Policy, policy("U", "header"))
   )
   .add(
-    HttpApiEndpoint.get("events", "/v1/operations/:id/events")
+    Endpoint.get("events", "/v1/operations/:id/events", { policy: policy("R", "header"), errors: [ResourceNotFound] })
       .setPath(OperationPath)
       .setHeaders(Schema.Struct({
         "last-event-id": Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.nonNegative()))
       }))
       .addSuccess(EventStream)
-      .addError(wire(ResourceNotFound))
-      .annotate(Policy, policy("R", "header"))
   )
   .middleware(Authorization)
 {}

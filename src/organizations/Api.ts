@@ -1,11 +1,11 @@
-import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
+import { HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
 import { Preset, Role } from "../kernel/domain/Access.js"
 import { Authorization } from "../kernel/http/Authorization.js"
 import { RequestBody, Timestamp, Uuid } from "../kernel/http/Dto.js"
+import { Endpoint } from "../kernel/http/Endpoint.js"
 import { ResourceNotFound } from "../kernel/http/Errors.js"
-import { Policy, policy } from "../kernel/http/Policy.js"
-import { wire } from "../kernel/http/Problem.js"
+import { policy } from "../kernel/http/Policy.js"
 
 export const MemberDto = Schema.Struct({
   user_id: Uuid,
@@ -34,23 +34,24 @@ export const MeDto = Schema.Struct({
 
 export class MembersApi extends HttpApiGroup.make("members")
   .add(
-    HttpApiEndpoint.get("list", "/v1/organizations/:organization_id/members")
+    Endpoint.get("list", "/v1/organizations/:organization_id/members", {
+      policy: policy("R", "path"),
+      errors: [ResourceNotFound]
+    })
       .setPath(Schema.Struct({ organization_id: Uuid }))
       .addSuccess(MemberList)
-      .addError(wire(ResourceNotFound))
-      .annotate(Policy, policy("R", "path"))
   )
   .add(
-    HttpApiEndpoint.get("me", "/v1/me")
+    Endpoint.get("me", "/v1/me", { policy: policy("R") })
       .addSuccess(MeDto)
-      .annotate(Policy, policy("R"))
   )
   .add(
-    HttpApiEndpoint.put("setActiveOrganization", "/v1/me/active-organization")
+    Endpoint.put("setActiveOrganization", "/v1/me/active-organization", {
+      policy: policy("S"),
+      errors: [ResourceNotFound]
+    })
       .setPayload(RequestBody({ organization_id: Schema.NullOr(Uuid) }))
       .addSuccess(ActiveOrganizationDto)
-      .addError(wire(ResourceNotFound))
-      .annotate(Policy, policy("S"))
   )
   .middleware(Authorization)
 {}

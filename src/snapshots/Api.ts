@@ -3,15 +3,16 @@
  * bulk delete and delete by source; templates by name or id. Fork and restore are machine routes
  * (MachinesApi). docs/snapshots.md says what the store behind them does.
  */
-import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
+import { HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
 import { Authorization } from "../kernel/http/Authorization.js"
 import { NullableTimestamp, RequestBody, Timestamp, Uuid } from "../kernel/http/Dto.js"
-import { acceptErrors, stateErrors, withErrors } from "../kernel/http/ErrorLists.js"
+import { Endpoint } from "../kernel/http/Endpoint.js"
+import { acceptErrors, stateErrors } from "../kernel/http/ErrorLists.js"
 import { ResourceNotFound } from "../kernel/http/Errors.js"
 import { LimitExceeded } from "../kernel/http/MachineErrors.js"
-import { Policy, policy } from "../kernel/http/Policy.js"
-import { wire } from "../kernel/http/Problem.js"
+import { policy } from "../kernel/http/Policy.js"
+import type { ProblemClass } from "../kernel/http/Problem.js"
 import { IdempotencyHeaders } from "../machines/Api.js"
 import { NoSnapshot, SnapshotLimitReached, SnapshotPending, TemplateLimitReached, TemplateNameTaken } from "./Errors.js"
 
@@ -105,92 +106,89 @@ const TemplatePath = Schema.Struct({ template: Schema.String })
 const changers = ["owner", "admin", "operator"] as const
 
 /** A push or a template save: an operation on the machine, so the errors of any machine change, and 202 with its snapshot. */
-const snapshotChange = <const Name extends string>(name: Name, path: `/v1/${string}`) =>
-  HttpApiEndpoint.post(name, path)
+const snapshotChange = <const Name extends string, const Extra extends ReadonlyArray<ProblemClass<any>>>(
+  name: Name,
+  path: `/v1/${string}`,
+  extra: Extra
+) =>
+  Endpoint.post(name, path, {
+    policy: policy("U", "header", changers),
+    errors: [...acceptErrors, ...stateErrors, LimitExceeded, ...extra]
+  })
     .setHeaders(IdempotencyHeaders)
     .addSuccess(SnapshotAccepted, { status: 202 })
-    .pipe(withErrors(...acceptErrors, ...stateErrors, LimitExceeded))
 
 export class SnapshotsApi extends HttpApiGroup.make("snapshots")
   .add(
-    snapshotChange("push", "/v1/machines/:id/snapshots")
+    snapshotChange("push", "/v1/machines/:id/snapshots", [SnapshotLimitReached])
       .setPath(MachinePath)
       .setPayload(PushRequest)
-      .addError(wire(SnapshotLimitReached))
-      .annotate(Policy, policy("U", "header", changers))
   )
   .add(
-    HttpApiEndpoint.get("list", "/v1/machines/:id/snapshots")
+    Endpoint.get("list", "/v1/machines/:id/snapshots", { policy: policy("R", "header"), errors: [ResourceNotFound] })
       .setPath(MachinePath)
       .setUrlParams(PageParams)
       .addSuccess(SnapshotPage)
-      .addError(wire(ResourceNotFound))
-      .annotate(Policy, policy("R", "header"))
   )
   .add(
-    HttpApiEndpoint.get("latest", "/v1/machines/:id/snapshots/latest")
+    Endpoint.get("latest", "/v1/machines/:id/snapshots/latest", {
+      policy: policy("R", "header"),
+      errors: [ResourceNotFound, NoSnapshot]
+    })
       .setPath(MachinePath)
       .addSuccess(ReadySnapshotDto)
-      .addError(wire(ResourceNotFound))
-      .addError(wire(NoSnapshot))
-      .annotate(Policy, policy("R", "header"))
   )
   .add(
-    HttpApiEndpoint.del("deleteForMachine", "/v1/machines/:id/snapshots")
+    Endpoint.del("deleteForMachine", "/v1/machines/:id/snapshots", {
+      policy: policy("U", "header", changers),
+      errors: [ResourceNotFound]
+    })
       .setPath(MachinePath)
       .setUrlParams(Schema.Struct({ source: Schema.optional(SnapshotSource) }))
       .addSuccess(SnapshotDeleteResults)
-      .addError(wire(ResourceNotFound))
-      .annotate(Policy, policy("U", "header", changers))
   )
   .add(
-    HttpApiEndpoint.get("get", "/v1/snapshots/:snapshot_id")
+    Endpoint.get("get", "/v1/snapshots/:snapshot_id", { policy: policy("R", "header"), errors: [ResourceNotFound] })
       .setPath(SnapshotPath)
       .addSuccess(SnapshotDto)
-      .addError(wire(ResourceNotFound))
-      .annotate(Policy, policy("R", "header"))
   )
   .add(
-    HttpApiEndpoint.del("delete", "/v1/snapshots/:snapshot_id")
+    Endpoint.del("delete", "/v1/snapshots/:snapshot_id", {
+      policy: policy("U", "header", changers),
+      errors: [ResourceNotFound, SnapshotPending]
+    })
       .setPath(SnapshotPath)
       .addSuccess(Schema.Void, { status: 204 })
-      .addError(wire(ResourceNotFound))
-      .addError(wire(SnapshotPending))
-      .annotate(Policy, policy("U", "header", changers))
   )
   .add(
-    HttpApiEndpoint.post("bulkDelete", "/v1/snapshots/bulk-delete")
+    Endpoint.post("bulkDelete", "/v1/snapshots/bulk-delete", { policy: policy("U", "header", changers) })
       .setPayload(BulkDeleteRequest)
       .addSuccess(SnapshotDeleteResults)
-      .annotate(Policy, policy("U", "header", changers))
   )
   .add(
-    snapshotChange("createTemplate", "/v1/templates")
+    snapshotChange("createTemplate", "/v1/templates", [TemplateNameTaken, TemplateLimitReached])
       .setPayload(TemplateRequest)
-      .addError(wire(TemplateNameTaken))
-      .addError(wire(TemplateLimitReached))
-      .annotate(Policy, policy("U", "header", changers))
   )
   .add(
-    HttpApiEndpoint.get("listTemplates", "/v1/templates")
+    Endpoint.get("listTemplates", "/v1/templates", { policy: policy("R", "header") })
       .setUrlParams(PageParams)
       .addSuccess(SnapshotPage)
-      .annotate(Policy, policy("R", "header"))
   )
   .add(
-    HttpApiEndpoint.get("getTemplate", "/v1/templates/:template")
+    Endpoint.get("getTemplate", "/v1/templates/:template", {
+      policy: policy("R", "header"),
+      errors: [ResourceNotFound]
+    })
       .setPath(TemplatePath)
       .addSuccess(SnapshotDto)
-      .addError(wire(ResourceNotFound))
-      .annotate(Policy, policy("R", "header"))
   )
   .add(
-    HttpApiEndpoint.del("deleteTemplate", "/v1/templates/:template")
+    Endpoint.del("deleteTemplate", "/v1/templates/:template", {
+      policy: policy("U", "header", changers),
+      errors: [ResourceNotFound, SnapshotPending]
+    })
       .setPath(TemplatePath)
       .addSuccess(Schema.Void, { status: 204 })
-      .addError(wire(ResourceNotFound))
-      .addError(wire(SnapshotPending))
-      .annotate(Policy, policy("U", "header", changers))
   )
   .middleware(Authorization)
 {}

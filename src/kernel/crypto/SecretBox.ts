@@ -5,17 +5,17 @@
  * of the key's SHA-256, never the key. With no setting, one key is generated into
  * `<data dir>/secret.key` (mode 0600) the first time it is needed; with `none`, nothing can be sealed.
  */
-import { Context, Effect, Layer, Redacted, Schema } from "effect"
+import { Context, Effect, Layer, Redacted } from "effect"
 import * as NodeCrypto from "node:crypto"
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
 import { AppConfig } from "../config/AppConfig.js"
-import { problem, ProblemFields } from "../http/Problem.js"
+import { ProblemError } from "../http/Problem.js"
 
-export class SecretsUnavailable extends Schema.TaggedError<SecretsUnavailable>()(
+export class SecretsUnavailable extends ProblemError<SecretsUnavailable>()(
   "secrets_unavailable",
-  ProblemFields,
-  problem(503, "Secret storage is not available on this server")
+  503,
+  "Secret storage is not available on this server"
 ) {}
 
 const keyId = (key: Buffer) => NodeCrypto.createHash("sha256").update(key).digest("hex").slice(0, 12)

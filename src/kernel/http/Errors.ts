@@ -3,94 +3,38 @@
  * Later areas add their own errors next to their routes; these are the ones every area shares.
  */
 import { Schema } from "effect"
-import { problem, ProblemFields } from "./Problem.js"
+import { ProblemError } from "./Problem.js"
 
-export class InvalidCode extends Schema.TaggedError<InvalidCode>()(
-  "invalid_code",
-  ProblemFields,
-  problem(400, "Invalid code")
-) {}
+export class Unauthenticated extends ProblemError<Unauthenticated>()("unauthenticated", 401, "Not signed in") {}
 
-export class Unauthenticated extends Schema.TaggedError<Unauthenticated>()(
-  "unauthenticated",
-  ProblemFields,
-  problem(401, "Not signed in")
-) {}
+export class InvalidApiKey extends ProblemError<InvalidApiKey>()("invalid_api_key", 401, "Invalid API key") {}
 
-export class InvalidApiKey extends Schema.TaggedError<InvalidApiKey>()(
-  "invalid_api_key",
-  ProblemFields,
-  problem(401, "Invalid API key")
-) {}
+export class Forbidden extends ProblemError<Forbidden>()("forbidden", 403, "Forbidden") {}
 
-export class Forbidden extends Schema.TaggedError<Forbidden>()(
-  "forbidden",
-  ProblemFields,
-  problem(403, "Forbidden")
-) {}
+export class InsufficientScope
+  extends ProblemError<InsufficientScope>()("insufficient_scope", 403, "Insufficient scope")
+{}
 
-export class InsufficientScope extends Schema.TaggedError<InsufficientScope>()(
-  "insufficient_scope",
-  ProblemFields,
-  problem(403, "Insufficient scope")
-) {}
+export class CsrfInvalid extends ProblemError<CsrfInvalid>()("csrf_invalid", 403, "Missing or invalid CSRF token") {}
 
-export class CsrfInvalid extends Schema.TaggedError<CsrfInvalid>()(
-  "csrf_invalid",
-  ProblemFields,
-  problem(403, "Missing or invalid CSRF token")
-) {}
+export class OrganizationMismatch
+  extends ProblemError<OrganizationMismatch>()("organization_mismatch", 403, "Organization mismatch")
+{}
 
-export class OrganizationMismatch extends Schema.TaggedError<OrganizationMismatch>()(
-  "organization_mismatch",
-  ProblemFields,
-  problem(403, "Organization mismatch")
-) {}
+export class SessionRequired
+  extends ProblemError<SessionRequired>()("session_required", 403, "A browser session is required")
+{}
 
-export class SessionRequired extends Schema.TaggedError<SessionRequired>()(
-  "session_required",
-  ProblemFields,
-  problem(403, "A browser session is required")
-) {}
+export class ResourceNotFound
+  extends ProblemError<ResourceNotFound>()("resource_not_found", 404, "Resource not found")
+{}
 
-export class ResourceNotFound extends Schema.TaggedError<ResourceNotFound>()(
-  "resource_not_found",
-  ProblemFields,
-  problem(404, "Resource not found")
-) {}
+export class BodyTooLarge extends ProblemError<BodyTooLarge>()("body_too_large", 413, "Request body too large") {}
 
-export class UnsupportedProvider extends Schema.TaggedError<UnsupportedProvider>()(
-  "unsupported_provider",
-  ProblemFields,
-  problem(404, "Unsupported sign-in provider")
-) {}
+export class InvalidRequest extends ProblemError<InvalidRequest>()("invalid_request", 422, "Invalid request") {}
 
-export class BodyTooLarge extends Schema.TaggedError<BodyTooLarge>()(
-  "body_too_large",
-  ProblemFields,
-  problem(413, "Request body too large")
-) {}
+export class RateLimited extends ProblemError<RateLimited>()("rate_limited", 429, "Too many requests", {
+  retry_after_seconds: Schema.optional(Schema.Int)
+}) {}
 
-export class InvalidRequest extends Schema.TaggedError<InvalidRequest>()(
-  "invalid_request",
-  ProblemFields,
-  problem(422, "Invalid request")
-) {}
-
-export class RateLimited extends Schema.TaggedError<RateLimited>()(
-  "rate_limited",
-  { ...ProblemFields, retry_after_seconds: Schema.optional(Schema.Int) },
-  problem(429, "Too many requests")
-) {}
-
-export class InternalError extends Schema.TaggedError<InternalError>()(
-  "internal_error",
-  ProblemFields,
-  problem(500, "Internal error")
-) {}
-
-export class EmailUnavailable extends Schema.TaggedError<EmailUnavailable>()(
-  "email_unavailable",
-  ProblemFields,
-  problem(503, "Email is not available on this server")
-) {}
+export class InternalError extends ProblemError<InternalError>()("internal_error", 500, "Internal error") {}

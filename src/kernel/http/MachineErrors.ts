@@ -1,54 +1,38 @@
 /** The error codes of machines and operations (api.md "Errors", extensions.md §5). */
-import { Effect, Schema } from "effect"
+import { Effect } from "effect"
 import { conflictOf, type MachineState } from "../domain/MachineStates.js"
-import { problem, ProblemFields } from "./Problem.js"
+import { ProblemError } from "./Problem.js"
 
-export class IdempotencyConflict extends Schema.TaggedError<IdempotencyConflict>()(
+export class IdempotencyConflict extends ProblemError<IdempotencyConflict>()(
   "idempotency_conflict",
-  ProblemFields,
-  problem(409, "Idempotency key reused with a different request")
+  409,
+  "Idempotency key reused with a different request"
 ) {}
 
-export class MachineNotRunning extends Schema.TaggedError<MachineNotRunning>()(
-  "machine_not_running",
-  ProblemFields,
-  problem(409, "Machine not running")
-) {}
+export class MachineNotRunning
+  extends ProblemError<MachineNotRunning>()("machine_not_running", 409, "Machine not running")
+{}
 
-export class MachineNotCreated extends Schema.TaggedError<MachineNotCreated>()(
-  "machine_not_created",
-  ProblemFields,
-  problem(409, "Machine not created")
-) {}
+export class MachineNotCreated
+  extends ProblemError<MachineNotCreated>()("machine_not_created", 409, "Machine not created")
+{}
 
-export class MachineDeleted extends Schema.TaggedError<MachineDeleted>()(
-  "machine_deleted",
-  ProblemFields,
-  problem(409, "Machine deleted")
-) {}
+export class MachineDeleted extends ProblemError<MachineDeleted>()("machine_deleted", 409, "Machine deleted") {}
 
-export class MachineNotStopped extends Schema.TaggedError<MachineNotStopped>()(
-  "machine_not_stopped",
-  ProblemFields,
-  problem(409, "Machine not stopped")
-) {}
+export class MachineNotStopped
+  extends ProblemError<MachineNotStopped>()("machine_not_stopped", 409, "Machine not stopped")
+{}
 
-export class NameTaken extends Schema.TaggedError<NameTaken>()(
-  "name_taken",
-  ProblemFields,
-  problem(409, "Another live machine of the organization has this name")
-) {}
+export class NameTaken
+  extends ProblemError<NameTaken>()("name_taken", 409, "Another live machine of the organization has this name")
+{}
 
-export class LimitExceeded extends Schema.TaggedError<LimitExceeded>()(
-  "limit_exceeded",
-  ProblemFields,
-  problem(429, "Machine limit reached")
-) {}
+export class LimitExceeded extends ProblemError<LimitExceeded>()("limit_exceeded", 429, "Machine limit reached") {}
 
-export class RuntimeUnavailable extends Schema.TaggedError<RuntimeUnavailable>()(
+export class RuntimeUnavailable extends ProblemError<RuntimeUnavailable>()(
   "runtime_unavailable",
-  ProblemFields,
-  problem(503, "Machines are not available on this server now")
+  503,
+  "Machines are not available on this server now"
 ) {}
 
 export const machineConflicts = {
@@ -72,8 +56,6 @@ export const requireRunning = <M extends { readonly state: MachineState }>(
 }
 
 /** Something in the machine did not answer as needed: the port proxy found nothing listening. */
-export class GuestActionFailed extends Schema.TaggedError<GuestActionFailed>()(
-  "guest_action_failed",
-  ProblemFields,
-  problem(502, "The machine did not answer")
-) {}
+export class GuestActionFailed
+  extends ProblemError<GuestActionFailed>()("guest_action_failed", 502, "The machine did not answer")
+{}

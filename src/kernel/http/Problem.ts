@@ -49,6 +49,19 @@ export const problem = <A>(status: number, title: string): Schema.Annotations.Sc
   [ProblemSpecId]: { status, title } satisfies ProblemSpec
 })
 
+/**
+ * The one way to declare an API error: tag = code, with its status and title.
+ * `export class NameTaken extends ProblemError<NameTaken>()("name_taken", 409, "Name taken") {}`
+ */
+export const ProblemError =
+  <Self = never>() =>
+  <const Tag extends string, const Extra extends Schema.Struct.Fields = {}>(
+    tag: Tag,
+    status: number,
+    title: string,
+    extra?: Extra
+  ) => Schema.TaggedError<Self>()(tag, { ...ProblemFields, ...(extra ?? {}) as Extra }, problem(status, title))
+
 export interface ProblemError {
   readonly _tag: string
   readonly detail?: string | undefined
