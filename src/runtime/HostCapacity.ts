@@ -21,7 +21,7 @@ export interface QueuedBoot {
   readonly priority: QueuePriority
   readonly queuedAt: number
   readonly expiresAt: number
-  /** Acceptance order, the tie-break after `queuedAt`. */
+  /** Acceptance order (the operations table's global sequence): the order within a priority. */
   readonly seq: number
 }
 
@@ -29,9 +29,12 @@ interface Waiter extends QueuedBoot {
   readonly admitted: Deferred.Deferred<void>
 }
 
-/** Paid first, then the earliest queued, then acceptance order. */
+/**
+ * Paid first, then acceptance order. Not the time a boot reached the queue: the actors of two boots
+ * accepted one after the other run concurrently, so the later one may reach the queue first.
+ */
 const before = (a: QueuedBoot, b: QueuedBoot) =>
-  (a.priority === b.priority ? 0 : a.priority === "paid" ? -1 : 1) || a.queuedAt - b.queuedAt || a.seq - b.seq
+  (a.priority === b.priority ? 0 : a.priority === "paid" ? -1 : 1) || a.seq - b.seq
 
 export interface HostCapacityShape {
   readonly maxRunning: number
