@@ -1,64 +1,57 @@
 /**
- * The whole service as layers: configuration -> database -> repositories -> services -> HTTP.
- * `ServicesLive` is what the CLI's offline commands (bootstrap) use; `AppLive` serves HTTP too.
+ * The whole service as layers: the kernel over the database, the machine runtime over a driver,
+ * then the product areas, each providing its own repositories privately (src/<area>/Live.ts).
+ * Adding an area is one line in `AreasLive` (and its handlers in src/Http.ts).
  */
 import { Layer } from "effect"
-import { Agents } from "./agents/Agents.js"
-import { AgentConversationsRepo } from "./agents/ConversationsRepo.js"
-import { AgentEventsRepo } from "./agents/EventsRepo.js"
+import { AgentsLive } from "./agents/Live.js"
 import * as Drivers from "./drivers/Drivers.js"
 import type { MachineDriver } from "./drivers/MachineDriver.js"
-import { Environments } from "./environments/Environments.js"
-import { EnvironmentsRepo } from "./environments/Repo.js"
+import { EnvironmentsLive, MachineEnvironmentsLive } from "./environments/Live.js"
 import { HttpLive, RoutesLive } from "./Http.js"
-import { Accounts } from "./identity/Accounts.js"
-import { ApiKeys } from "./identity/ApiKeys.js"
-import { ApiKeysRepo } from "./identity/ApiKeysRepo.js"
-import { EmailSignIn } from "./identity/EmailSignIn.js"
-import { EmailSignInsRepo } from "./identity/EmailSignInsRepo.js"
-import { Sessions } from "./identity/Sessions.js"
-import { SessionsRepo } from "./identity/SessionsRepo.js"
-import { UsersRepo } from "./identity/UsersRepo.js"
-import { AppConfig } from "./kernel/config/AppConfig.js"
+import { IdentityLive as IdentityAreaLive } from "./identity/Live.js"
+import type { AppConfig } from "./kernel/config/AppConfig.js"
 import { SecretBox } from "./kernel/crypto/SecretBox.js"
+import { Entitlements } from "./kernel/Entitlements.js"
 import { DomainEvents } from "./kernel/events/DomainEvents.js"
 import { RateLimiter } from "./kernel/http/RateLimiter.js"
 import * as Mail from "./kernel/mail/Mail.js"
 import * as Database from "./kernel/sql/Database.js"
 import { GroupCommit } from "./kernel/sql/GroupCommit.js"
 import { IdempotencyKeysRepo } from "./kernel/sql/IdempotencyKeysRepo.js"
-import { Limits } from "./limits/Limits.js"
-import { Machines } from "./machines/Machines.js"
-import * as StopTimers from "./machines/Worker.js"
-import { OrganizationsRepo } from "./organizations/Repo.js"
-import { PortTokens } from "./ports/PortTokens.js"
-import { PortTokensRepo } from "./ports/Repo.js"
+import { LimitsLive } from "./limits/Live.js"
+import { MachinesLive } from "./machines/Live.js"
+import { OrganizationsLive } from "./organizations/Live.js"
+import { PortsLive } from "./ports/Live.js"
 import * as HostCapacity from "./runtime/HostCapacity.js"
 import * as Housekeeping from "./runtime/Housekeeping.js"
 import { MachinesRepo } from "./runtime/MachinesRepo.js"
 import * as MachineSupervisor from "./runtime/MachineSupervisor.js"
 import { OperationsRepo } from "./runtime/OperationsRepo.js"
-import { Snapshots } from "./snapshots/Snapshots.js"
+import { SnapshotsLive } from "./snapshots/Live.js"
 import { SnapshotsRepo } from "./snapshots/store/SnapshotsRepo.js"
 import { SnapshotWork } from "./snapshots/store/SnapshotWork.js"
 import { Store } from "./snapshots/store/StoreLive.js"
 
-const ReposLive = Layer.mergeAll(
-  UsersRepo.layer,
-  OrganizationsRepo.layer,
-  ApiKeysRepo.layer,
-  SessionsRepo.layer,
-  EmailSignInsRepo.layer
+/** The kernel's stores and ports over the database the configuration names. */
+const KernelLive = Layer.mergeAll(
+  MachinesRepo.layer,
+  OperationsRepo.layer,
+  SnapshotsRepo.layer,
+  IdempotencyKeysRepo.layer,
+  SecretBox.layer,
+  Mail.layer,
+  RateLimiter.layer,
+  Entitlements.fromConfig
 ).pipe(Layer.provideMerge(Database.layer))
 
 /**
- * Identity and mail over the database the configuration names: what the CLI's offline commands
- * (bootstrap) need. It starts no workers, so it is safe to use while a server runs. Needs AppConfig.
+ * Identity and organizations over the kernel: what the CLI's offline commands (bootstrap) need. It
+ * starts no workers, so it is safe to use while a server runs. Needs AppConfig.
  */
-export const IdentityLive = EmailSignIn.layer.pipe(
-  Layer.provideMerge(Accounts.layer),
-  Layer.provideMerge(Layer.mergeAll(ApiKeys.layer, Sessions.layer, RateLimiter.layer, Mail.layer)),
-  Layer.provideMerge(ReposLive)
+export const IdentityLive = IdentityAreaLive.pipe(
+  Layer.provideMerge(OrganizationsLive),
+  Layer.provideMerge(KernelLive)
 )
 
 /**
@@ -66,33 +59,27 @@ export const IdentityLive = EmailSignIn.layer.pipe(
  * actors resume every open operation as soon as it is built. Only one process may build it per
  * data dir.
  */
-export const machinesLive = <E, R>(driver: Layer.Layer<MachineDriver, E, R>) =>
-  Layer.mergeAll(StopTimers.layer, Housekeeping.layer, Agents.layer).pipe(
-    Layer.provideMerge(Layer.mergeAll(Environments.layer, PortTokens.layer, Snapshots.layer)),
-    Layer.provideMerge(Machines.layer),
-    Layer.provideMerge(Layer.merge(MachineSupervisor.layer, Limits.layer)),
+const runtimeLive = <E, R>(driver: Layer.Layer<MachineDriver, E, R>) =>
+  Layer.mergeAll(MachineSupervisor.layer, Housekeeping.layer).pipe(
     Layer.provideMerge(SnapshotWork.layer),
     Layer.provideMerge(Store.layer),
-    Layer.provideMerge(Layer.mergeAll(driver, DomainEvents.layer, GroupCommit.layer, HostCapacity.layer)),
     Layer.provideMerge(
-      Layer.mergeAll(
-        MachinesRepo.layer,
-        OperationsRepo.layer,
-        IdempotencyKeysRepo.layer,
-        EnvironmentsRepo.layer,
-        PortTokensRepo.layer,
-        SnapshotsRepo.layer,
-        SecretBox.layer,
-        AgentConversationsRepo.layer,
-        AgentEventsRepo.layer
-      )
-    ),
-    Layer.provideMerge(Database.layer)
+      Layer.mergeAll(driver, DomainEvents.layer, GroupCommit.layer, HostCapacity.layer, MachineEnvironmentsLive)
+    )
   )
+
+/** The product areas on the runtime: each line may use the services of the lines below it. */
+const AreasLive = AgentsLive.pipe(
+  Layer.provideMerge(SnapshotsLive),
+  Layer.provideMerge(EnvironmentsLive),
+  Layer.provideMerge(MachinesLive),
+  Layer.provideMerge(PortsLive),
+  Layer.provideMerge(LimitsLive)
+)
 
 /** Every domain service over `driver`, workers included. Needs AppConfig. */
 export const servicesWith = <E, R>(driver: Layer.Layer<MachineDriver, E, R>) =>
-  machinesLive(driver).pipe(Layer.provideMerge(IdentityLive))
+  AreasLive.pipe(Layer.provideMerge(runtimeLive(driver)), Layer.provideMerge(IdentityLive))
 
 /** Every domain service over the driver the configuration names: what the server runs. */
 export const ServicesLive = servicesWith(Drivers.layer)

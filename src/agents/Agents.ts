@@ -17,7 +17,8 @@ import { BodyTooLarge, InvalidRequest } from "../kernel/http/Errors.js"
 import { GuestActionFailed, requireRunning, RuntimeUnavailable } from "../kernel/http/MachineErrors.js"
 import { GroupCommit } from "../kernel/sql/GroupCommit.js"
 import { makeIdempotency } from "../kernel/sql/Idempotency.js"
-import { canonicalJson, Machines, type Requester } from "../machines/Machines.js"
+import { canonicalJson, type Requester } from "../kernel/sql/Idempotency.js"
+import { Machines } from "../machines/Machines.js"
 import {
   type AgentEvent,
   type AgentInputAccepted,

@@ -8,12 +8,13 @@ import { SecretBox } from "../kernel/crypto/SecretBox.js"
 import { uuidv7 } from "../kernel/domain/Ids.js"
 import { ResourceNotFound } from "../kernel/http/Errors.js"
 import { GroupCommit } from "../kernel/sql/GroupCommit.js"
+import { type Requester } from "../kernel/sql/Idempotency.js"
 import { IdempotencyKeysRepo } from "../kernel/sql/IdempotencyKeysRepo.js"
 import type { AcceptedChange } from "../machines/Api.js"
-import { Machines, type Requester } from "../machines/Machines.js"
+import { Machines } from "../machines/Machines.js"
 import { EnvironmentInUse } from "./Errors.js"
 import { type EnvironmentRow, EnvironmentsRepo } from "./Repo.js"
-import { type Variables, variablesOf } from "./Variables.js"
+import { makeMachineEnvironments, type Variables } from "./Variables.js"
 
 const notFound = new ResourceNotFound({ detail: "Environment not found" })
 
@@ -30,11 +31,8 @@ const make = Effect.gen(function*() {
       Option.match({ onNone: () => Effect.fail(notFound), onSome: Effect.succeed })
     )
 
-  const current = (row: EnvironmentRow) =>
-    variablesOf(row.id, row.version).pipe(
-      Effect.provideService(EnvironmentsRepo, repo),
-      Effect.provideService(SecretBox, box)
-    )
+  const machineEnvironments = yield* makeMachineEnvironments
+  const current = (row: EnvironmentRow) => machineEnvironments.variables(row.id, row.version)
 
   return {
     find,

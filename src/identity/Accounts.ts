@@ -4,7 +4,7 @@
  * from the command line and mints a full-access key.
  */
 import { Clock, Context, Effect, Layer, Option } from "effect"
-import { OrganizationsRepo } from "../organizations/Repo.js"
+import { Organizations } from "../organizations/Organizations.js"
 import { ApiKeys } from "./ApiKeys.js"
 import { UsersRepo } from "./UsersRepo.js"
 
@@ -14,7 +14,7 @@ const defaultOrganizationName = (email: string) => `${email.split("@")[0] ?? ema
 
 const make = Effect.gen(function*() {
   const users = yield* UsersRepo
-  const organizations = yield* OrganizationsRepo
+  const organizations = yield* Organizations
   const apiKeys = yield* ApiKeys
 
   /** The user of this address, created if new, with an organization of their own if they have none. */
@@ -65,9 +65,7 @@ const make = Effect.gen(function*() {
         return { user_id: user.id, organization_id: organizationId, api_key: key.secret }
       }),
     findUser: users.findById,
-    membership: organizations.membership,
-    members: organizations.members,
-    organizationsOf: organizations.organizationsOf
+    membership: organizations.membership
   }
 })
 

@@ -5,18 +5,15 @@
  * cannot both take the last slot. Money rules belong to billing, not here.
  */
 import { Clock, Context, Effect, Layer, Option } from "effect"
-import { AppConfig, type AppConfigShape, type Tier } from "../kernel/config/AppConfig.js"
+import { AppConfig, type Tier } from "../kernel/config/AppConfig.js"
+import { Entitlements } from "../kernel/Entitlements.js"
 import { LimitExceeded } from "../kernel/http/MachineErrors.js"
-import { OrganizationsRepo } from "../organizations/Repo.js"
+import { Organizations } from "../organizations/Organizations.js"
 import type { MachineRow } from "../runtime/MachinesRepo.js"
 import { MachinesRepo } from "../runtime/MachinesRepo.js"
 import { OperationsRepo } from "../runtime/OperationsRepo.js"
 
 const hour = 3_600_000
-
-/** Billing will move paying organizations to `paid`; until then metered ones are on trial. */
-export const tierOf = (config: AppConfigShape, _organizationId: string): Tier =>
-  config.billing === "unlimited" ? "unlimited" : "trial"
 
 export interface LimitsView {
   readonly tier: Tier
@@ -27,13 +24,14 @@ export interface LimitsView {
 
 const make = Effect.gen(function*() {
   const config = yield* AppConfig
+  const entitlements = yield* Entitlements
   const machines = yield* MachinesRepo
   const operations = yield* OperationsRepo
-  const organizations = yield* OrganizationsRepo
+  const organizations = yield* Organizations
 
   const view = (organizationId: string) =>
     Effect.gen(function*() {
-      const tier = tierOf(config, organizationId)
+      const tier = yield* entitlements.tierOf(organizationId)
       const limits = config.limits[tier]
       const now = yield* Clock.currentTimeMillis
       const running = yield* machines.countRunning(organizationId)

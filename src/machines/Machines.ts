@@ -7,7 +7,6 @@
 import type { SqlClient } from "@effect/sql"
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import { MachineDriver } from "../drivers/MachineDriver.js"
-import { EnvironmentsRepo } from "../environments/Repo.js"
 import { AppConfig } from "../kernel/config/AppConfig.js"
 import { sha256 } from "../kernel/crypto/Tokens.js"
 import { uuidv7 } from "../kernel/domain/Ids.js"
@@ -16,29 +15,13 @@ import { DomainEvents } from "../kernel/events/DomainEvents.js"
 import { ResourceNotFound } from "../kernel/http/Errors.js"
 import { machineConflicts, NameTaken, RuntimeUnavailable } from "../kernel/http/MachineErrors.js"
 import { GroupCommit } from "../kernel/sql/GroupCommit.js"
-import { type Keyed, makeIdempotency } from "../kernel/sql/Idempotency.js"
+import { canonicalJson, makeIdempotency, type Requester } from "../kernel/sql/Idempotency.js"
 import { Limits } from "../limits/Limits.js"
+import { MachineEnvironments } from "../runtime/MachineEnvironments.js"
 import { type MachinePatch, type MachineRow, MachinesRepo } from "../runtime/MachinesRepo.js"
 import { MachineSupervisor } from "../runtime/MachineSupervisor.js"
 import { OperationsRepo } from "../runtime/OperationsRepo.js"
 import type { AcceptedChange, CreateMachineRequest } from "./Api.js"
-
-export interface Requester extends Keyed {
-  readonly userId: string
-}
-
-/** JSON with object keys sorted, so equal requests have equal text. */
-export const canonicalJson = (value: unknown): string =>
-  JSON.stringify(value, (_key, item) =>
-    item !== null && typeof item === "object" && !Array.isArray(item)
-      ? Object.fromEntries(Object.keys(item).sort().map((key) => [key, item[key]]))
-      : item)
-
-export const idempotencyKeyOf = (header: string | undefined) => {
-  if (header === undefined) return undefined
-  const trimmed = header.trim().replace(/^"(.*)"$/, "$1")
-  return trimmed === "" ? undefined : trimmed
-}
 
 /**
  * Where a new machine's disk comes from when it is not empty: a fork, a restore, or a template
@@ -70,7 +53,7 @@ const make = Effect.gen(function*() {
   const idempotency = yield* makeIdempotency
   const supervisor = yield* MachineSupervisor
   const limits = yield* Limits
-  const environments = yield* EnvironmentsRepo
+  const environments = yield* MachineEnvironments
   const driver = yield* MachineDriver
   /** Refuses before anything is recorded when this host cannot run machines (retry with the same key). */
   const runtimeReady = Effect.suspend(() =>
@@ -171,7 +154,7 @@ const make = Effect.gen(function*() {
           }
           const environment = body.environment_id === null
             ? Option.none()
-            : yield* environments.findIn(requester.organizationId, body.environment_id.toLowerCase())
+            : yield* environments.current(requester.organizationId, body.environment_id.toLowerCase())
           if (body.environment_id !== null && Option.isNone(environment)) {
             return yield* new ResourceNotFound({ detail: "Environment not found" })
           }

@@ -6,19 +6,18 @@ import { Sessions } from "../identity/Sessions.js"
 import { currentCredential, currentOrganization, currentUser } from "../kernel/http/CallerContext.js"
 import { iso } from "../kernel/http/Dto.js"
 import { ResourceNotFound } from "../kernel/http/Errors.js"
-import { MachinesRepo } from "../runtime/MachinesRepo.js"
+import { Organizations } from "./Organizations.js"
 
 export const MembersHandlers = HttpApiBuilder.group(Api, "members", (handlers) =>
   Effect.gen(function*() {
     const accounts = yield* Accounts
     const sessions = yield* Sessions
-    const machines = yield* MachinesRepo
+    const organizations = yield* Organizations
     return handlers
       .handle("list", () =>
         Effect.gen(function*() {
           const organization = yield* currentOrganization
-          const members = yield* accounts.members(organization.id)
-          const running = yield* machines.runningByMember(organization.id)
+          const members = yield* organizations.members(organization.id)
           return {
             items: members.map((member) => ({
               user_id: member.user_id,
@@ -26,7 +25,7 @@ export const MembersHandlers = HttpApiBuilder.group(Api, "members", (handlers) =
               role: member.role,
               joined_at: iso(member.joined_at),
               max_running_machines: member.max_running_machines,
-              running_machines: running.get(member.user_id) ?? 0,
+              running_machines: member.running_machines,
               usage_this_month: { cost_micros: 0, seconds: 0 }
             }))
           }
@@ -35,10 +34,10 @@ export const MembersHandlers = HttpApiBuilder.group(Api, "members", (handlers) =
         Effect.gen(function*() {
           const user = Option.getOrThrow(yield* accounts.findUser((yield* currentUser).id))
           const credential = yield* currentCredential
-          const organizations = yield* accounts.organizationsOf(user.id)
+          const memberships = yield* organizations.organizationsOf(user.id)
           return {
             user: { id: user.id, email: user.email, created_at: iso(user.created_at) },
-            organizations: organizations.map((membership) => ({
+            organizations: memberships.map((membership) => ({
               id: membership.organization_id,
               name: membership.name,
               role: membership.role,
@@ -57,7 +56,7 @@ export const MembersHandlers = HttpApiBuilder.group(Api, "members", (handlers) =
           const user = yield* currentUser
           const credential = yield* currentCredential
           const organizationId = payload.organization_id?.toLowerCase() ?? null
-          if (organizationId !== null && Option.isNone(yield* accounts.membership(organizationId, user.id))) {
+          if (organizationId !== null && Option.isNone(yield* organizations.membership(organizationId, user.id))) {
             return yield* new ResourceNotFound({ detail: "Organization not found" })
           }
           yield* sessions.setActiveOrganization(credential.id, organizationId)

@@ -6,19 +6,16 @@
  */
 import { Cause, Clock, Context, Deferred, Effect, Layer, Option } from "effect"
 import { MachineDriver } from "../drivers/MachineDriver.js"
-import { EnvironmentsRepo } from "../environments/Repo.js"
-import { variablesOf } from "../environments/Variables.js"
-import { AppConfig } from "../kernel/config/AppConfig.js"
-import { SecretBox } from "../kernel/crypto/SecretBox.js"
 import { type MachineState, makesMachine } from "../kernel/domain/MachineStates.js"
+import { Entitlements } from "../kernel/Entitlements.js"
 import { type DomainEvent, DomainEvents } from "../kernel/events/DomainEvents.js"
 import { GroupCommit } from "../kernel/sql/GroupCommit.js"
-import { tierOf } from "../limits/Limits.js"
 import { fillSourceOf, SnapshotWork } from "../snapshots/store/SnapshotWork.js"
 import { apply, type Outcome, specOf, stoppedOnItsOwn } from "./Apply.js"
 import { retryDelay } from "./Backoff.js"
 import { OutputCollector } from "./ExecOutput.js"
 import { HostCapacity } from "./HostCapacity.js"
+import { MachineEnvironments } from "./MachineEnvironments.js"
 import { MachinesRepo } from "./MachinesRepo.js"
 import { isTerminal, type OperationRow, OperationsRepo, type OperationStatus } from "./OperationsRepo.js"
 import { project } from "./Projection.js"
@@ -79,15 +76,14 @@ const machineEventOf = (state: MachineState | undefined) => {
 
 const make = Effect.gen(function*() {
   const commit = yield* GroupCommit
-  const environments = yield* EnvironmentsRepo
-  const secrets = yield* SecretBox
+  const environments = yield* MachineEnvironments
+  const entitlements = yield* Entitlements
   const machines = yield* MachinesRepo
   const operations = yield* OperationsRepo
   const events = yield* DomainEvents
   const driver = yield* MachineDriver
   const capacity = yield* HostCapacity
   const snapshotWork = yield* SnapshotWork
-  const config = yield* AppConfig
   const actors = new Map<string, Actor>()
   const cancels = new Map<string, Deferred.Deferred<void>>()
   const scope = yield* Effect.scope
@@ -229,7 +225,7 @@ const make = Effect.gen(function*() {
         operationId: operation.id,
         machineId: operation.machine_id,
         priority: operation.queue_priority ??
-          (tierOf(config, operation.organization_id) === "trial" ? "trial" as const : "paid" as const),
+          ((yield* entitlements.tierOf(operation.organization_id)) === "trial" ? "trial" as const : "paid" as const),
         queuedAt: operation.queued_at ?? now,
         expiresAt: operation.queue_expires_at ?? now + capacity.queueSeconds * 1000,
         seq: operation.seq ?? 0
@@ -299,10 +295,7 @@ const make = Effect.gen(function*() {
         const { environment_id, environment_version } = machine.value
         const env = !boots.has(initial.kind) || environment_id === null || environment_version === null
           ? {}
-          : yield* variablesOf(environment_id, environment_version).pipe(
-            Effect.provideService(EnvironmentsRepo, environments),
-            Effect.provideService(SecretBox, secrets)
-          )
+          : yield* environments.variables(environment_id, environment_version)
         const outcome = yield* apply(initial, machine.value, {
           env,
           cancelled: Deferred.await(cancelled),

@@ -1,6 +1,6 @@
 /** Reading the Caller inside handlers whose policy guarantees a user (and an organization). */
 import { Effect, Option } from "effect"
-import { idempotencyKeyOf, type Requester } from "../../machines/Machines.js"
+import { idempotencyKeyOf, type Requester } from "../sql/Idempotency.js"
 import { Caller } from "./Authorization.js"
 
 export const currentUser = Effect.map(Caller, (caller) => Option.getOrThrow(caller.user))

@@ -15,6 +15,25 @@ export interface Keyed {
   readonly idempotencyKey: string | undefined
 }
 
+/** Who asks for a change: the organization, the key, and the user. */
+export interface Requester extends Keyed {
+  readonly userId: string
+}
+
+/** The `Idempotency-Key` header's key: quotes and blanks removed; empty means none. */
+export const idempotencyKeyOf = (header: string | undefined) => {
+  if (header === undefined) return undefined
+  const trimmed = header.trim().replace(/^"(.*)"$/, "$1")
+  return trimmed === "" ? undefined : trimmed
+}
+
+/** JSON with object keys sorted, so equal requests have equal text. */
+export const canonicalJson = (value: unknown): string =>
+  JSON.stringify(value, (_key, item) =>
+    item !== null && typeof item === "object" && !Array.isArray(item)
+      ? Object.fromEntries(Object.keys(item).sort().map((key) => [key, item[key]]))
+      : item)
+
 export const makeIdempotency = Effect.map(IdempotencyKeysRepo, (keys) => ({
   /** The record of the earlier request with this key, if any; fails when that request was another. */
   previous: (requester: Keyed, fingerprint: string) =>
