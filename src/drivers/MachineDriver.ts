@@ -10,8 +10,9 @@
  */
 import { Context, Data, type Effect, type Queue } from "effect"
 import type * as NodeStream from "node:stream"
+import { MachineSize } from "../kernel/domain/MachineStates.js"
 
-export type Size = "small" | "default" | "large"
+export type Size = MachineSize
 
 /** What a machine is made of, as the driver needs it. */
 export interface MachineSpec {

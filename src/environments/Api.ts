@@ -4,10 +4,10 @@ import { Schema } from "effect"
 import { SecretsUnavailable } from "../kernel/crypto/SecretBox.js"
 import { Authorization } from "../kernel/http/Authorization.js"
 import { RequestBody, Timestamp, Uuid } from "../kernel/http/Dto.js"
+import { AcceptedChange } from "../kernel/http/Dto.js"
 import { Endpoint } from "../kernel/http/Endpoint.js"
 import { ResourceNotFound } from "../kernel/http/Errors.js"
 import { policy } from "../kernel/http/Policy.js"
-import { AcceptedChange } from "../machines/Api.js"
 import { EnvironmentInUse } from "./Errors.js"
 
 const VariableName = Schema.String.pipe(

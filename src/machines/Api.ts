@@ -1,8 +1,16 @@
 /** Machines (extensions.md §5): the resource, its settings, and the routes that accept operations. */
 import { HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
+import { MachineSize as Size, MachineState, StopReason } from "../kernel/domain/MachineStates.js"
 import { Authorization } from "../kernel/http/Authorization.js"
-import { NullableTimestamp, RequestBody, Timestamp, Uuid } from "../kernel/http/Dto.js"
+import {
+  AcceptedChange,
+  IdempotencyHeaders,
+  NullableTimestamp,
+  RequestBody,
+  Timestamp,
+  Uuid
+} from "../kernel/http/Dto.js"
 import { Endpoint } from "../kernel/http/Endpoint.js"
 import { acceptErrors, stateErrors } from "../kernel/http/ErrorLists.js"
 import { ResourceNotFound } from "../kernel/http/Errors.js"
@@ -10,28 +18,6 @@ import { LimitExceeded, MachineDeleted, NameTaken } from "../kernel/http/Machine
 import { policy, type PolicySpec } from "../kernel/http/Policy.js"
 import type { ProblemClass } from "../kernel/http/Problem.js"
 import { NoSnapshot, SnapshotPending } from "../snapshots/Errors.js"
-
-export const MachineState = Schema.Literal(
-  "creating",
-  "stopped",
-  "starting",
-  "running",
-  "stopping",
-  "restarting",
-  "deleting",
-  "deleted",
-  "failed"
-)
-export const Size = Schema.Literal("small", "default", "large")
-export const StopReason = Schema.Literal(
-  "api",
-  "auto_stop",
-  "billing",
-  "idle_sleep",
-  "suspension",
-  "abuse",
-  "organization_deleted"
-)
 
 export const MachineDto = Schema.Struct({
   id: Uuid,
@@ -62,15 +48,6 @@ export const MachineDto = Schema.Struct({
   stopped_at: NullableTimestamp
 }).annotations({ identifier: "Machine" })
 export type MachineDto = typeof MachineDto.Type
-
-export const AcceptedChange = Schema.Struct({
-  operation_id: Uuid,
-  machine_id: Uuid,
-  status: Schema.Literal("pending"),
-  operation_url: Schema.String,
-  requested_action: Schema.String
-}).annotations({ identifier: "AcceptedChange" })
-export type AcceptedChange = typeof AcceptedChange.Type
 
 const MachineName = Schema.String.pipe(
   Schema.pattern(/^[a-z0-9-]{1,63}$/, { message: () => "1-63 characters of a-z, 0-9 and -" })
@@ -188,8 +165,6 @@ export const ReadFileRequest = RequestBody({
   })).pipe(Schema.minItems(1), Schema.maxItems(16))
 })
 export type ReadFileRequest = typeof ReadFileRequest.Type
-
-export const IdempotencyHeaders = Schema.Struct({ "idempotency-key": Schema.optional(Schema.String) })
 
 export const MachineList = Schema.Struct({ items: Schema.Array(MachineDto), next_cursor: Schema.NullOr(Schema.String) })
 

@@ -12,6 +12,7 @@ import { sha256 } from "../kernel/crypto/Tokens.js"
 import { uuidv7 } from "../kernel/domain/Ids.js"
 import { conflictOf, makesMachine, type OperationKind, projectedAfter } from "../kernel/domain/MachineStates.js"
 import { DomainEvents } from "../kernel/events/DomainEvents.js"
+import type { AcceptedChange } from "../kernel/http/Dto.js"
 import { ResourceNotFound } from "../kernel/http/Errors.js"
 import { machineConflicts, NameTaken, RuntimeUnavailable } from "../kernel/http/MachineErrors.js"
 import { GroupCommit } from "../kernel/sql/GroupCommit.js"
@@ -21,7 +22,7 @@ import { MachineEnvironments } from "../runtime/MachineEnvironments.js"
 import { type MachinePatch, type MachineRow, MachinesRepo } from "../runtime/MachinesRepo.js"
 import { MachineSupervisor } from "../runtime/MachineSupervisor.js"
 import { OperationsRepo } from "../runtime/OperationsRepo.js"
-import type { AcceptedChange, CreateMachineRequest } from "./Api.js"
+import type { CreateMachineRequest } from "./Api.js"
 
 /**
  * Where a new machine's disk comes from when it is not empty: a fork, a restore, or a template

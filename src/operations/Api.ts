@@ -1,21 +1,12 @@
 /** Operations (api.md "Operations", extensions.md §7): read, list per machine, cancel, events. */
-import { HttpApiGroup, HttpApiSchema } from "@effect/platform"
+import { HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
+import { OperationStatus, StopReason } from "../kernel/domain/MachineStates.js"
 import { Authorization } from "../kernel/http/Authorization.js"
-import { NullableTimestamp, Timestamp, Uuid } from "../kernel/http/Dto.js"
+import { EventStream, NullableTimestamp, Timestamp, Uuid } from "../kernel/http/Dto.js"
 import { Endpoint } from "../kernel/http/Endpoint.js"
 import { ResourceNotFound } from "../kernel/http/Errors.js"
 import { policy } from "../kernel/http/Policy.js"
-import { StopReason } from "../machines/Api.js"
-
-export const OperationStatus = Schema.Literal(
-  "pending",
-  "running",
-  "succeeded",
-  "failed",
-  "uncertain",
-  "correlation_miss"
-)
 
 export const ExecResult = Schema.Struct({
   exit_code: Schema.Int,
@@ -67,10 +58,6 @@ export const OperationList = Schema.Struct({
 })
 
 const OperationPath = Schema.Struct({ id: Uuid })
-
-export const EventStream = Schema.String.pipe(
-  HttpApiSchema.withEncoding({ kind: "Text", contentType: "text/event-stream" })
-)
 
 export class OperationsApi extends HttpApiGroup.make("operations")
   .add(

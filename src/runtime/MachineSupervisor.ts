@@ -6,7 +6,7 @@
  */
 import { Cause, Clock, Context, Deferred, Effect, Layer, Option } from "effect"
 import { MachineDriver } from "../drivers/MachineDriver.js"
-import { type MachineState, makesMachine } from "../kernel/domain/MachineStates.js"
+import { type MachineState, makesMachine, OperationStatus } from "../kernel/domain/MachineStates.js"
 import { Entitlements } from "../kernel/Entitlements.js"
 import { type DomainEvent, DomainEvents } from "../kernel/events/DomainEvents.js"
 import { GroupCommit } from "../kernel/sql/GroupCommit.js"
@@ -17,7 +17,7 @@ import { OutputCollector } from "./ExecOutput.js"
 import { HostCapacity } from "./HostCapacity.js"
 import { MachineEnvironments } from "./MachineEnvironments.js"
 import { MachinesRepo } from "./MachinesRepo.js"
-import { isTerminal, type OperationRow, OperationsRepo, type OperationStatus } from "./OperationsRepo.js"
+import { isTerminal, type OperationRow, OperationsRepo } from "./OperationsRepo.js"
 import { project } from "./Projection.js"
 
 interface Actor {

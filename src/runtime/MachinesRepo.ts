@@ -1,6 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer } from "effect"
-import type { MachineState } from "../kernel/domain/MachineStates.js"
+import type { MachineSize, MachineState } from "../kernel/domain/MachineStates.js"
 import { Prepared } from "../kernel/sql/Sqlite.js"
 
 export interface MachineRow {
@@ -10,7 +10,7 @@ export interface MachineRow {
   readonly name: string
   readonly state: MachineState
   readonly projected_state: MachineState
-  readonly size: "small" | "default" | "large"
+  readonly size: MachineSize
   readonly image: string
   readonly environment_id: string | null
   readonly environment_version: number | null

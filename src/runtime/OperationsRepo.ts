@@ -1,9 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer } from "effect"
-import type { OperationKind } from "../kernel/domain/MachineStates.js"
+import type { OperationKind, OperationStatus } from "../kernel/domain/MachineStates.js"
 import { Prepared } from "../kernel/sql/Sqlite.js"
-
-export type OperationStatus = "pending" | "running" | "succeeded" | "failed" | "uncertain" | "correlation_miss"
 
 export const terminalStatuses: ReadonlyArray<OperationStatus> = ["succeeded", "failed", "correlation_miss"]
 export const isTerminal = (status: OperationStatus) => terminalStatuses.includes(status)

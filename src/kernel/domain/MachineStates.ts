@@ -4,34 +4,65 @@
  * its accepted operations have run (409 at once), and at the operation's turn, against the state
  * it really has (the operation fails with the same code).
  */
-export type MachineState =
-  | "creating"
-  | "stopped"
-  | "starting"
-  | "running"
-  | "stopping"
-  | "restarting"
-  | "deleting"
-  | "deleted"
-  | "failed"
+import { Schema } from "effect"
 
-export type OperationKind =
-  | "create"
-  | "start"
-  | "stop"
-  | "restart"
-  | "delete"
-  | "exec"
-  | "write_file"
-  | "read_file"
-  | "install_ssh_key"
-  | "set_internet_access"
-  | "apply_environment"
-  | "expose_port"
-  | "unexpose_port"
-  | "snapshot"
-  | "fork"
-  | "restore"
+export const MachineState = Schema.Literal(
+  "creating",
+  "stopped",
+  "starting",
+  "running",
+  "stopping",
+  "restarting",
+  "deleting",
+  "deleted",
+  "failed"
+)
+export type MachineState = typeof MachineState.Type
+
+export const MachineSize = Schema.Literal("small", "default", "large")
+export type MachineSize = typeof MachineSize.Type
+
+/** Why a machine was last stopped by svc rather than by its owner. */
+export const StopReason = Schema.Literal(
+  "api",
+  "auto_stop",
+  "billing",
+  "idle_sleep",
+  "suspension",
+  "abuse",
+  "organization_deleted"
+)
+export type StopReason = typeof StopReason.Type
+
+export const OperationKind = Schema.Literal(
+  "create",
+  "start",
+  "stop",
+  "restart",
+  "delete",
+  "exec",
+  "write_file",
+  "read_file",
+  "install_ssh_key",
+  "set_internet_access",
+  "apply_environment",
+  "expose_port",
+  "unexpose_port",
+  "snapshot",
+  "fork",
+  "restore"
+)
+export type OperationKind = typeof OperationKind.Type
+
+export const OperationStatus = Schema.Literal(
+  "pending",
+  "running",
+  "succeeded",
+  "failed",
+  "uncertain",
+  "correlation_miss"
+)
+export type OperationStatus = typeof OperationStatus.Type
 
 /** The kinds that make a new machine (a fork and a restore run on the machine they make). */
 export const makesMachine = (kind: OperationKind): kind is "create" | "fork" | "restore" =>

@@ -1,4 +1,5 @@
 /** Shapes shared by several groups. */
+import { HttpApiSchema } from "@effect/platform"
 import { Schema } from "effect"
 
 export const Timestamp = Schema.String.annotations({ description: "RFC 3339 time", format: "date-time" })
@@ -14,3 +15,19 @@ export const isoOrNull = (millis: number | null) => (millis === null ? null : is
  */
 export const RequestBody = <Fields extends Schema.Struct.Fields>(fields: Fields) =>
   Schema.Struct(fields).annotations({ parseOptions: { errors: "all", onExcessProperty: "ignore" } })
+
+export const IdempotencyHeaders = Schema.Struct({ "idempotency-key": Schema.optional(Schema.String) })
+
+export const AcceptedChange = Schema.Struct({
+  operation_id: Uuid,
+  machine_id: Uuid,
+  status: Schema.Literal("pending"),
+  operation_url: Schema.String,
+  requested_action: Schema.String
+}).annotations({ identifier: "AcceptedChange" })
+
+export type AcceptedChange = typeof AcceptedChange.Type
+
+export const EventStream = Schema.String.pipe(
+  HttpApiSchema.withEncoding({ kind: "Text", contentType: "text/event-stream" })
+)
