@@ -9,6 +9,7 @@ import { Endpoint } from "../kernel/http/Endpoint.js"
 import { acceptErrors, notRunningErrors } from "../kernel/http/ErrorLists.js"
 import { ResourceNotFound } from "../kernel/http/Errors.js"
 import { GuestActionFailed } from "../kernel/http/MachineErrors.js"
+import { pageFields } from "../kernel/http/Pagination.js"
 import { policy } from "../kernel/http/Policy.js"
 import { type ProblemClass } from "../kernel/http/Problem.js"
 import { AgentsUnavailable, AgentTurnRunning, ConversationNotFound, NoActiveTurn, ProviderMismatch } from "./Errors.js"
@@ -254,12 +255,7 @@ export class AgentsApi extends HttpApiGroup.make("agents")
       errors: [ResourceNotFound]
     })
       .setPath(MachinePath)
-      .setUrlParams(Schema.Struct({
-        limit: Schema.optionalWith(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 100)), {
-          default: () => 50
-        }),
-        cursor: Schema.optional(Uuid)
-      }))
+      .setUrlParams(Schema.Struct(pageFields(Uuid)))
       .addSuccess(AgentConversationListDto)
   )
   .add(

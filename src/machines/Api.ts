@@ -15,6 +15,7 @@ import { Endpoint } from "../kernel/http/Endpoint.js"
 import { acceptErrors, stateErrors } from "../kernel/http/ErrorLists.js"
 import { ResourceNotFound } from "../kernel/http/Errors.js"
 import { LimitExceeded, MachineDeleted, NameTaken } from "../kernel/http/MachineErrors.js"
+import { pageFields } from "../kernel/http/Pagination.js"
 import { policy, type PolicySpec } from "../kernel/http/Policy.js"
 import type { ProblemClass } from "../kernel/http/Problem.js"
 import { NoSnapshot, SnapshotPending } from "../snapshots/Errors.js"
@@ -168,13 +169,7 @@ export type ReadFileRequest = typeof ReadFileRequest.Type
 
 export const MachineList = Schema.Struct({ items: Schema.Array(MachineDto), next_cursor: Schema.NullOr(Schema.String) })
 
-export const ListMachinesParams = Schema.Struct({
-  limit: Schema.optionalWith(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 100)), {
-    default: () => 50
-  }),
-  cursor: Schema.optional(Schema.String),
-  state: Schema.optional(MachineState)
-})
+export const ListMachinesParams = Schema.Struct({ ...pageFields(Schema.String), state: Schema.optional(MachineState) })
 
 const MachinePath = Schema.Struct({ id: Uuid })
 const PortPath = Schema.Struct({ id: Uuid, port: Schema.NumberFromString.pipe(Schema.compose(PortNumber)) })

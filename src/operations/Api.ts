@@ -6,6 +6,7 @@ import { Authorization } from "../kernel/http/Authorization.js"
 import { EventStream, NullableTimestamp, Timestamp, Uuid } from "../kernel/http/Dto.js"
 import { Endpoint } from "../kernel/http/Endpoint.js"
 import { ResourceNotFound } from "../kernel/http/Errors.js"
+import { pageFields } from "../kernel/http/Pagination.js"
 import { policy } from "../kernel/http/Policy.js"
 
 export const ExecResult = Schema.Struct({
@@ -71,12 +72,7 @@ export class OperationsApi extends HttpApiGroup.make("operations")
       errors: [ResourceNotFound]
     })
       .setPath(OperationPath)
-      .setUrlParams(Schema.Struct({
-        limit: Schema.optionalWith(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 100)), {
-          default: () => 50
-        }),
-        cursor: Schema.optional(Schema.String)
-      }))
+      .setUrlParams(Schema.Struct(pageFields(Schema.String)))
       .addSuccess(OperationList)
   )
   .add(

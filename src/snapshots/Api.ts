@@ -12,6 +12,7 @@ import { Endpoint } from "../kernel/http/Endpoint.js"
 import { acceptErrors, stateErrors } from "../kernel/http/ErrorLists.js"
 import { ResourceNotFound } from "../kernel/http/Errors.js"
 import { LimitExceeded } from "../kernel/http/MachineErrors.js"
+import { pageFields } from "../kernel/http/Pagination.js"
 import { policy } from "../kernel/http/Policy.js"
 import type { ProblemClass } from "../kernel/http/Problem.js"
 import { NoSnapshot, SnapshotLimitReached, SnapshotPending, TemplateLimitReached, TemplateNameTaken } from "./Errors.js"
@@ -91,12 +92,7 @@ export const BulkDeleteRequest = RequestBody({
 
 export const TemplateRequest = RequestBody({ machine_id: Uuid, name: TemplateName })
 
-const PageParams = Schema.Struct({
-  limit: Schema.optionalWith(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 100)), {
-    default: () => 50
-  }),
-  cursor: Schema.optional(Uuid)
-})
+const PageParams = Schema.Struct(pageFields(Uuid))
 
 const MachinePath = Schema.Struct({ id: Uuid })
 const SnapshotPath = Schema.Struct({ snapshot_id: Uuid })

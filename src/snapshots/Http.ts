@@ -7,6 +7,7 @@ import type { SnapshotDto } from "./Api.js"
 import type { SnapshotRow } from "./store/SnapshotsRepo.js"
 
 import { currentOrganization, requester } from "../kernel/http/CallerContext.js"
+import { mapPage, paginate } from "../kernel/http/Pagination.js"
 import { Snapshots } from "./Snapshots.js"
 
 export const snapshotDto = (row: SnapshotRow): SnapshotDto => ({
@@ -28,18 +29,15 @@ export const snapshotDto = (row: SnapshotRow): SnapshotDto => ({
   completed_at: isoOrNull(row.completed_at)
 })
 
-/** One page of rows, fetched with limit + 1: the extra row says there is a next page. */
+/** One page of snapshot rows as DTOs. */
 const pageOf = <E, R>(
   urlParams: { readonly limit: number; readonly cursor?: string | undefined },
   fetch: (options: { limit: number; after: string | null }) => Effect.Effect<ReadonlyArray<SnapshotRow>, E, R>
 ) =>
-  Effect.map(fetch({ limit: urlParams.limit + 1, after: urlParams.cursor ?? null }), (rows) => {
-    const page = rows.slice(0, urlParams.limit)
-    return {
-      items: page.map(snapshotDto),
-      next_cursor: rows.length > urlParams.limit ? page[page.length - 1]!.id : null
-    }
-  })
+  Effect.map(
+    paginate(urlParams.limit, (limit) => fetch({ limit, after: urlParams.cursor ?? null }), (row) => row.id),
+    (page) => mapPage(page, snapshotDto)
+  )
 
 export const SnapshotsHandlers = HttpApiBuilder.group(Api, "snapshots", (handlers) =>
   Effect.gen(function*() {
