@@ -4,21 +4,23 @@
  * only wakes the fiber). No machine waits for another. An actor that dies is restarted alone. On
  * start, what was `running` becomes `uncertain` and every machine with open work is woken.
  */
-import { Cause, Clock, Context, Deferred, Effect, Layer, Option } from "effect"
+import { Cause, Clock, Context, Deferred, Effect, Either, Layer, Option } from "effect"
 import { MachineDriver } from "../drivers/MachineDriver.js"
-import { type MachineState, makesMachine, OperationStatus } from "../kernel/domain/MachineStates.js"
+import { type MachineState, OperationStatus } from "../kernel/domain/MachineStates.js"
 import { Entitlements } from "../kernel/Entitlements.js"
 import { type DomainEvent, DomainEvents } from "../kernel/events/DomainEvents.js"
 import { GroupCommit } from "../kernel/sql/GroupCommit.js"
 import { fillSourceOf, SnapshotWork } from "../snapshots/store/SnapshotWork.js"
-import { apply, type Outcome, specOf, stoppedOnItsOwn } from "./Apply.js"
+import { apply, specOf, stoppedOnItsOwn } from "./Apply.js"
 import { retryDelay } from "./Backoff.js"
 import { OutputCollector } from "./ExecOutput.js"
 import { HostCapacity } from "./HostCapacity.js"
 import { MachineEnvironments } from "./MachineEnvironments.js"
 import { MachinesRepo } from "./MachinesRepo.js"
 import { isTerminal, type OperationRow, OperationsRepo } from "./OperationsRepo.js"
+import { type Outcome } from "./Outcome.js"
 import { project } from "./Projection.js"
+import { type DecodedRequest, decodeRequest } from "./Requests.js"
 
 interface Actor {
   /**
@@ -54,9 +56,9 @@ const boots: ReadonlySet<string> = new Set(["create", "start", "restart", "fork"
  * on its own meanwhile (a crash, an earlier boot that failed `no_capacity` or was cancelled). A
  * machine that still runs holds its slot already, so `tryAdmit` lets its start through at once.
  */
-const needsSlot = (operation: OperationRow) =>
-  operation.kind === "start" || operation.kind === "restart" ||
-  (makesMachine(operation.kind) && JSON.parse(operation.request).start === true)
+const needsSlot = (decoded: DecodedRequest) =>
+  decoded.kind === "start" || decoded.kind === "restart" ||
+  ((decoded.kind === "create" || decoded.kind === "fork" || decoded.kind === "restore") && decoded.request.start)
 
 /** The bus event of a machine that settled in `state`, if it has one. */
 const machineEventOf = (state: MachineState | undefined) => {
@@ -249,12 +251,13 @@ const make = Effect.gen(function*() {
    * A boot that waited too long fails `no_capacity`. A machine created with `start` still gets its
    * disk and is left stopped, as if created without it, so a later start finds it whole.
    */
-  const noCapacity = (operation: OperationRow) =>
+  const noCapacity = (operation: OperationRow, decoded: DecodedRequest) =>
     Effect.gen(function*() {
       const outcome = { status: "failed", errorCode: "no_capacity" } as const
       const machine = yield* machines.find(operation.machine_id)
-      if (!makesMachine(operation.kind) || Option.isNone(machine)) return outcome
-      const source = fillSourceOf(operation.kind, JSON.parse(operation.request))
+      if (!(decoded.kind === "create" || decoded.kind === "fork" || decoded.kind === "restore")) return outcome
+      if (Option.isNone(machine)) return outcome
+      const source = fillSourceOf(decoded.kind, decoded.request)
       const filled = source !== undefined
         ? yield* Effect.either(snapshotWork.fill(source, machine.value, () => Effect.void))
         : undefined
@@ -267,15 +270,23 @@ const make = Effect.gen(function*() {
 
   /** Carries one operation to a terminal status, re-applying it while the outcome is uncertain. */
   const run = (initial: OperationRow) => {
-    const slotted = needsSlot(initial)
+    const request = decodeRequest(initial)
+    const slotted = Either.isRight(request) && needsSlot(request.right)
     return Effect.gen(function*() {
       let attempts = initial.attempt_count
+      if (Either.isLeft(request)) {
+        yield* Effect.logError("operation request does not decode").pipe(
+          Effect.annotateLogs({ operation_id: initial.id, reason: request.left })
+        )
+        return yield* settle(initial, attempts, { status: "failed", errorCode: "invalid_request" })
+      }
+      const decoded = request.right
       const cancelled = yield* Deferred.make<void>()
       cancels.set(initial.id, cancelled)
       if (slotted) {
         const slot = yield* admission(initial, cancelled)
         if (slot === "cancelled") return
-        if (slot === "expired") return yield* settle(initial, attempts, yield* noCapacity(initial))
+        if (slot === "expired") return yield* settle(initial, attempts, yield* noCapacity(initial, decoded))
       }
       while (true) {
         const machine = yield* machines.find(initial.machine_id)
@@ -296,7 +307,7 @@ const make = Effect.gen(function*() {
         const env = !boots.has(initial.kind) || environment_id === null || environment_version === null
           ? {}
           : yield* environments.variables(environment_id, environment_version)
-        const outcome = yield* apply(initial, machine.value, {
+        const outcome = yield* apply(initial, decoded, machine.value, {
           env,
           cancelled: Deferred.await(cancelled),
           earlierOutput: attempts === 1 ? new OutputCollector() : yield* earlierOutput(initial),
