@@ -21,6 +21,7 @@ import { GroupCommit } from "./kernel/sql/GroupCommit.js"
 import { IdempotencyKeysRepo } from "./kernel/sql/IdempotencyKeysRepo.js"
 import { LimitsLive } from "./limits/Live.js"
 import { MachinesLive } from "./machines/Live.js"
+import { OperationsLive } from "./operations/Live.js"
 import { OrganizationsLive } from "./organizations/Live.js"
 import { PortsLive } from "./ports/Live.js"
 import * as HostCapacity from "./runtime/HostCapacity.js"
@@ -72,6 +73,7 @@ const runtimeLive = <E, R>(driver: Layer.Layer<MachineDriver, E, R>) =>
 const AreasLive = AgentsLive.pipe(
   Layer.provideMerge(SnapshotsLive),
   Layer.provideMerge(EnvironmentsLive),
+  Layer.provideMerge(OperationsLive),
   Layer.provideMerge(MachinesLive),
   Layer.provideMerge(PortsLive),
   Layer.provideMerge(LimitsLive)
