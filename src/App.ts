@@ -31,8 +31,8 @@ import * as MachineSupervisor from "./runtime/MachineSupervisor.js"
 import { OperationsRepo } from "./runtime/OperationsRepo.js"
 import { SnapshotsLive } from "./snapshots/Live.js"
 import { SnapshotsRepo } from "./snapshots/store/SnapshotsRepo.js"
+import { SnapshotStore } from "./snapshots/store/SnapshotStore.js"
 import { SnapshotWork } from "./snapshots/store/SnapshotWork.js"
-import { Store } from "./snapshots/store/StoreLive.js"
 
 /** The kernel's stores and ports over the database the configuration names. */
 const KernelLive = Layer.mergeAll(
@@ -63,7 +63,7 @@ export const IdentityLive = IdentityAreaLive.pipe(
 const runtimeLive = <E, R>(driver: Layer.Layer<MachineDriver, E, R>) =>
   Layer.mergeAll(MachineSupervisor.layer, Housekeeping.layer).pipe(
     Layer.provideMerge(SnapshotWork.layer),
-    Layer.provideMerge(Store.layer),
+    Layer.provideMerge(SnapshotStore.layer),
     Layer.provideMerge(
       Layer.mergeAll(driver, DomainEvents.layer, GroupCommit.layer, HostCapacity.layer, MachineEnvironmentsLive)
     )

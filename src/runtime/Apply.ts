@@ -30,7 +30,7 @@ export interface ExecHooks {
 
 /**
  * The services an operation is carried out with. Handed over as an argument, not through the
- * context: providing them per operation copied the actor's whole context (some 47 services) twice.
+ * context: providing them per operation copied the actor's whole context twice (docs/benchmarks.md).
  */
 export interface Workers {
   readonly driver: MachineDriverShape
@@ -104,7 +104,8 @@ const runOnce = (
     return result
   })
 
-const needs = (operation: OperationRow, machine: MachineRow) =>
+/** The conflict that keeps this operation from running on the machine as it is now, if any. */
+const conflictNow = (operation: OperationRow, machine: MachineRow) =>
   makesMachine(operation.kind) ? undefined : conflictOf(operation.kind, machine.state)
 
 export const apply = (
@@ -116,7 +117,7 @@ export const apply = (
 ): Effect.Effect<Outcome> =>
   Effect.gen(function*() {
     const spec = specOf(machine, hooks.env)
-    const conflict = needs(operation, machine)
+    const conflict = conflictNow(operation, machine)
     if (conflict !== undefined) return failed(conflict)
     const now = yield* Clock.currentTimeMillis
 

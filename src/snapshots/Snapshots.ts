@@ -35,7 +35,7 @@ export interface SnapshotAccepted {
 import { NoSnapshot, SnapshotLimitReached, SnapshotPending, TemplateLimitReached, TemplateNameTaken } from "./Errors.js"
 import { readyPatch } from "./store/Manifest.js"
 import { type SnapshotRow, SnapshotsRepo } from "./store/SnapshotsRepo.js"
-import { Store } from "./store/StoreLive.js"
+import { SnapshotStore } from "./store/SnapshotStore.js"
 
 /** The settings a fork or a restore copies from its source machine. */
 const settingsOf = (machine: MachineRow, name: string, start: boolean): NewMachine => ({
@@ -58,7 +58,7 @@ const make = Effect.gen(function*() {
   const machineRows = yield* MachinesRepo
   const operations = yield* OperationsRepo
   const snapshots = yield* SnapshotsRepo
-  const store = yield* Store
+  const store = yield* SnapshotStore
   const bus = yield* DomainEvents
   const runtime = yield* Effect.runtime<never>()
 

@@ -13,11 +13,11 @@ import type { MachineRow } from "../../runtime/MachinesRepo.js"
 import { MachinesRepo } from "../../runtime/MachinesRepo.js"
 import type { OperationRow } from "../../runtime/OperationsRepo.js"
 import type { Outcome } from "../../runtime/Outcome.js"
+import { CorruptChunk, NoManifest } from "./ChunkStore.js"
 import { syncFileSystem } from "./Fsync.js"
 import { readyPatch } from "./Manifest.js"
 import { SnapshotsRepo } from "./SnapshotsRepo.js"
-import { CorruptChunk, NoManifest } from "./Store.js"
-import { Store } from "./StoreLive.js"
+import { SnapshotStore } from "./SnapshotStore.js"
 import { copyTree, removeTree } from "./Tree.js"
 
 type ProgressHook = (doneBytes: number, totalBytes: number) => Effect.Effect<void>
@@ -58,7 +58,7 @@ const throttled = (hook: ProgressHook) =>
   })
 
 const make = Effect.gen(function*() {
-  const store = yield* Store
+  const store = yield* SnapshotStore
   const snapshots = yield* SnapshotsRepo
   const machines = yield* MachinesRepo
   const driver = yield* MachineDriver
