@@ -31,7 +31,7 @@ import { OperationsRepo } from "../runtime/OperationsRepo.js"
 
 /**
  * Where a new machine's disk comes from when it is not empty: a fork, a restore, or a template
- * (src/services/Snapshots.ts). `resolve` runs inside the accept's transaction, after the
+ * (src/snapshots/Snapshots.ts). `resolve` runs inside the accept's transaction, after the
  * idempotency check: it checks the source and answers what the operation's request carries.
  */
 export interface Origin<E> {

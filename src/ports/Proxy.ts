@@ -3,7 +3,7 @@
  * forwarded, any method, headers and body streamed both ways, WebSocket upgrades included, to the
  * port inside the machine. It cannot be an HttpApi route (arbitrary methods and paths, raw
  * upgrades), so the Node server hands these requests here before the Effect app sees them
- * (src/http/Server.ts); the access checks run as Effects on the runtime the layer was built with.
+ * (src/Http.ts); the access checks run as Effects on the runtime the layer was built with.
  *
  * Access: a public port needs nothing; a private one an API key of the machine's organization (any
  * preset: they all have R), a session of a member, or a port token for that machine and port.

@@ -28,7 +28,7 @@ export interface MachineRow {
   readonly stopped_at: number | null
   readonly deleted_at: number | null
   readonly last_activity_at: number | null
-  /** The exposed ports, a JSON array of {port, public} (src/domain/Ports.ts). */
+  /** The exposed ports, a JSON array of {port, public} (src/kernel/domain/Ports.ts). */
   readonly ports: string
   /** Automatic snapshots (docs/snapshots.md): how many to keep, or null when off. */
   readonly auto_snapshot_keep?: number | null
@@ -38,7 +38,7 @@ export type MachinePatch = Partial<Omit<MachineRow, "id" | "organization_id" | "
 
 const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  // What every machine request and every operation runs is prepared (src/persistence/Sqlite.ts).
+  // What every machine request and every operation runs is prepared (src/kernel/sql/Sqlite.ts).
   const prepared = yield* Prepared
   return {
     insert: (row: MachineRow) => prepared.insert("machines", row),

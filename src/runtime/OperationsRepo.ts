@@ -64,7 +64,7 @@ const openStatus = "status IN ('pending', 'running', 'uncertain')"
 
 const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  // What every accept and every operation's run does is prepared (src/persistence/Sqlite.ts).
+  // What every accept and every operation's run does is prepared (src/kernel/sql/Sqlite.ts).
   const prepared = yield* Prepared
   return {
     insert: (row: OperationRow) => prepared.insert("operations", row),

@@ -1,4 +1,4 @@
-/** Snapshots and templates over HTTP: thin, the rules are in src/services/Snapshots.ts. */
+/** Snapshots and templates over HTTP: thin, the rules are in src/snapshots/Snapshots.ts. */
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { Api } from "../Api.js"

@@ -2,7 +2,7 @@
  * Server-sent event responses of persisted history then live, shared by operation and agent events.
  * The history is read before anything is followed: a stream that has ended already (the common
  * case for a client that comes late) is answered as one body, with nothing followed. Else the
- * response body is a Node stream that listens to its key's wake-ups (src/events/Wakeups.ts) and
+ * response body is a Node stream that listens to its key's wake-ups (src/kernel/events/Wakeups.ts) and
  * reads the database again at each, writing what one read found as one chunk.
  *
  * Why a Node stream and callbacks rather than an Effect `Stream`: a live stream of an exec cost

@@ -18,7 +18,7 @@
  * included) runs inside it.
  *
  * A file's connection commits with `synchronous=NORMAL` and flushes its log itself, off the event
- * loop (`Durability`, src/persistence/Durability.ts): every statement that ends a commit numbers it
+ * loop (`Durability`, src/kernel/sql/Durability.ts): every statement that ends a commit numbers it
  * and records the number in its fiber (`LastCommit`), for whoever answers to wait on.
  */
 import * as Reactivity from "@effect/experimental/Reactivity"
