@@ -16,6 +16,7 @@ import { Entitlements } from "./kernel/Entitlements.js"
 import { DomainEvents } from "./kernel/events/DomainEvents.js"
 import { RateLimiter } from "./kernel/http/RateLimiter.js"
 import * as Mail from "./kernel/mail/Mail.js"
+import * as DataDirLock from "./kernel/sql/DataDirLock.js"
 import * as Database from "./kernel/sql/Database.js"
 import { GroupCommit } from "./kernel/sql/GroupCommit.js"
 import { IdempotencyKeysRepo } from "./kernel/sql/IdempotencyKeysRepo.js"
@@ -79,9 +80,16 @@ const AreasLive = AgentsLive.pipe(
   Layer.provideMerge(LimitsLive)
 )
 
-/** Every domain service over `driver`, workers included. Needs AppConfig. */
+/**
+ * Every domain service over `driver`, workers included. Needs AppConfig. The data dir's lock is
+ * taken first: a second process on the same data dir stops before it opens anything.
+ */
 export const servicesWith = <E, R>(driver: Layer.Layer<MachineDriver, E, R>) =>
-  AreasLive.pipe(Layer.provideMerge(runtimeLive(driver)), Layer.provideMerge(IdentityLive))
+  AreasLive.pipe(
+    Layer.provideMerge(runtimeLive(driver)),
+    Layer.provideMerge(IdentityLive),
+    Layer.provideMerge(DataDirLock.layer)
+  )
 
 /** Every domain service over the driver the configuration names: what the server runs. */
 export const ServicesLive = servicesWith(Drivers.layer)
