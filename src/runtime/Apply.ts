@@ -310,6 +310,7 @@ printf '%s\\n' "$1" >> "$f" && chmod 600 "$f"`,
         }, (stream, chunk) => Effect.sync(() => stream === "stdout" ? output.push(chunk) : undefined))
         const ranges = parseRanges(output.bytes(), requested)
         if (ranges === undefined) return failed("guest_action_failed")
+        if (ranges === "not_a_file") return failed("not_a_file")
         return outcome({ status: "succeeded", unchanged: true, machine: { last_activity_at: now }, fileRanges: ranges })
       }
     }
@@ -354,12 +355,15 @@ class RangeBuffer {
 
 /**
  * Every range of a `read_file` in one exec (one process chain into the machine, not one per range):
- * for each `path offset size` triple it prints `M` for a missing file, or `D <n>` and then the n bytes.
+ * for each `path offset size` triple it prints `M` for a missing file, `N` for something that is
+ * there but is not a file (a directory), or `D <n>` and then the n bytes.
  */
 const readRangesScript = `t=$(mktemp) || exit 1
 while [ $# -ge 3 ]; do
   if [ -f "$1" ]; then
     tail -c +$(($2 + 1)) "$1" | head -c "$3" > "$t"; printf 'D %s\\n' "$(wc -c < "$t")"; cat "$t"
+  elif [ -e "$1" ]; then
+    printf 'N\\n'
   else
     printf 'M\\n'
   fi
@@ -367,11 +371,14 @@ while [ $# -ge 3 ]; do
 done
 rm -f "$t"`
 
-/** The ranges `readRangesScript` printed, in request order; undefined when its output is not whole. */
+/**
+ * The ranges `readRangesScript` printed, in request order; `not_a_file` when a path is a directory
+ * or another non-file; undefined when its output is not whole.
+ */
 const parseRanges = (
   out: Buffer,
   requested: ReadonlyArray<{ path: string; offset: number; size: number }>
-): Array<FileRange> | undefined => {
+): Array<FileRange> | "not_a_file" | undefined => {
   const ranges: Array<FileRange> = []
   let at = 0
   for (const range of requested) {
@@ -379,6 +386,7 @@ const parseRanges = (
     if (end === -1) return undefined
     const header = out.subarray(at, end).toString()
     at = end + 1
+    if (header === "N") return "not_a_file"
     if (header === "M") {
       ranges.push({ path: range.path, offset: range.offset, size: 0, data_base64: "", missing: true })
       continue

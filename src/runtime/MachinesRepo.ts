@@ -49,11 +49,11 @@ const make = Effect.gen(function*() {
     liveNameTaken: (organizationId: string, name: string, exceptId: string | null) =>
       sql<{ id: string }>`SELECT id FROM machines WHERE organization_id = ${organizationId} AND name = ${name}
         AND state <> 'deleted' AND id <> ${exceptId ?? ""}`.pipe(Effect.map((rows) => rows.length > 0), Effect.orDie),
-    /** A page in creation order; `after` is the last id of the previous page. */
+    /** A page in creation order; `after` is the last id of the previous page. Deleted ones only when asked. */
     page: (organizationId: string, options: { limit: number; after: string | null; state: string | null }) =>
       sql<MachineRow>`SELECT * FROM machines WHERE organization_id = ${organizationId}
         AND id > ${options.after ?? ""}
-        ${options.state === null ? sql`` : sql`AND state = ${options.state}`}
+        ${options.state === null ? sql`AND state <> 'deleted'` : sql`AND state = ${options.state}`}
         ORDER BY id LIMIT ${options.limit}`.pipe(Effect.orDie),
     update: (id: string, patch: MachinePatch) => prepared.updateById("machines", id, patch),
     /** Machines to bring back at start: running ones (timers, adoption). */
