@@ -259,6 +259,14 @@ const make = Effect.gen(function*() {
           return { answer: accepted(operationId, machineId, kind), fresh: true }
         }),
         requester.organizationId
+      ).pipe(
+        // A forced stop or a delete does not wait behind what the machine has queued or is stuck on:
+        // what was accepted before it is cancelled (the operations say so), so it runs next.
+        Effect.tap((answer) =>
+          kind === "delete" || (kind === "stop" && request.force === true)
+            ? supervisor.cancelAhead(machineId, answer.operation_id)
+            : Effect.void
+        )
       )
     },
 

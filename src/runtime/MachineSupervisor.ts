@@ -35,10 +35,14 @@ export interface MachineSupervisorShape {
   /** Tells the machine's actor that work was accepted (starting the actor if it sleeps). */
   readonly wake: (machineId: string) => Effect.Effect<void>
   /**
-   * Cancels an operation: a pending one fails with `cancelled` at once; a running exec is killed and
-   * fails with `cancelled` (its result says so); anything else goes on.
+   * Cancels an operation that has not ended, so that no operation holds a machine's mailbox: a
+   * pending one fails `cancelled` at once; a running exec is killed and fails `cancelled` (its
+   * result says so); any other running or uncertain one ends `correlation_miss` with error_code
+   * `cancelled` (its effect on the host cannot be known), within `cancelGraceSeconds`.
    */
   readonly cancel: (operation: OperationRow) => Effect.Effect<void>
+  /** Cancels every open operation of the machine accepted before `operationId` (a forced stop, a delete). */
+  readonly cancelAhead: (machineId: string, operationId: string) => Effect.Effect<void>
 }
 
 export class MachineSupervisor extends Context.Tag("svc/runtime/MachineSupervisor")<
@@ -59,6 +63,9 @@ const boots: ReadonlySet<string> = new Set(["create", "start", "restart", "fork"
 const needsSlot = (decoded: DecodedRequest) =>
   decoded.kind === "start" || decoded.kind === "restart" ||
   ((decoded.kind === "create" || decoded.kind === "fork" || decoded.kind === "restore") && decoded.request.start)
+
+/** How long a cancelled operation other than an exec may still run before it is interrupted. */
+export const cancelGraceSeconds = 10
 
 /** The bus event of a machine that settled in `state`, if it has one. */
 const machineEventOf = (state: MachineState | undefined) => {
@@ -171,7 +178,7 @@ const make = Effect.gen(function*() {
         const machinePatch = outcome.machine ?? {}
         if (outcome.status !== "correlation_miss" && outcome.also !== undefined) yield* outcome.also
         yield* machines.update(operation.machine_id, { ...machinePatch, updated_at: now })
-        const errorCode = outcome.status === "failed" ? outcome.errorCode : null
+        const errorCode = outcome.status === "succeeded" ? null : outcome.errorCode ?? null
         const result = outcome.status === "succeeded" || outcome.status === "failed"
           ? JSON.stringify({
             exec_result: outcome.execResult ?? null,
@@ -268,6 +275,31 @@ const make = Effect.gen(function*() {
       return { ...outcome, machine: { state: created._tag === "Right" ? "stopped" : "failed" } as const }
     })
 
+  /**
+   * A cancelled operation whose effect on the host cannot be known (it was running or being
+   * retried): `correlation_miss`, "treat as not done", with error_code `cancelled`. Never `failed`,
+   * which promises it did not happen.
+   */
+  const cancelledUnknown = { status: "correlation_miss", errorCode: "cancelled" } as const
+
+  /**
+   * Runs an attempt so that a cancel ends it in bounded time. An exec answers a cancel itself (its
+   * command is killed and it fails `cancelled` with its output); any other kind gets
+   * `cancelGraceSeconds` to finish on its own, then is interrupted (its scoped processes end).
+   */
+  const cancellable = (
+    decoded: DecodedRequest,
+    cancelled: Deferred.Deferred<void>,
+    attempt: Effect.Effect<Outcome>
+  ): Effect.Effect<Outcome> =>
+    decoded.kind === "exec" ? attempt : Effect.raceFirst(
+      attempt,
+      Deferred.await(cancelled).pipe(
+        Effect.zipRight(Effect.sleep(`${cancelGraceSeconds} seconds`)),
+        Effect.as(cancelledUnknown)
+      )
+    )
+
   /** Carries one operation to a terminal status, re-applying it while the outcome is uncertain. */
   const run = (initial: OperationRow) => {
     const request = decodeRequest(initial)
@@ -307,15 +339,19 @@ const make = Effect.gen(function*() {
         const env = !boots.has(initial.kind) || environment_id === null || environment_version === null
           ? {}
           : yield* environments.variables(environment_id, environment_version)
-        const outcome = yield* apply(initial, decoded, machine.value, {
-          env,
-          cancelled: Deferred.await(cancelled),
-          earlierOutput: attempts === 1 ? new OutputCollector() : yield* earlierOutput(initial),
-          onOutput: (stream, chunk) =>
-            recordNow(initial, "output", { stream, data_base64: Buffer.from(chunk).toString("base64") }),
-          onProgress: (doneBytes, totalBytes) =>
-            recordNow(initial, "progress", { done_bytes: doneBytes, total_bytes: totalBytes })
-        }, workers)
+        const outcome = yield* cancellable(
+          decoded,
+          cancelled,
+          apply(initial, decoded, machine.value, {
+            env,
+            cancelled: Deferred.await(cancelled),
+            earlierOutput: attempts === 1 ? new OutputCollector() : yield* earlierOutput(initial),
+            onOutput: (stream, chunk) =>
+              recordNow(initial, "output", { stream, data_base64: Buffer.from(chunk).toString("base64") }),
+            onProgress: (doneBytes, totalBytes) =>
+              recordNow(initial, "progress", { done_bytes: doneBytes, total_bytes: totalBytes })
+          }, workers)
+        )
         if (outcome.status !== "uncertain") return yield* settle(initial, attempts, outcome)
         yield* Effect.logWarning("operation uncertain; will re-apply").pipe(
           Effect.annotateLogs({ operation_id: initial.id, reason: outcome.reason, attempt: attempts })
@@ -329,7 +365,12 @@ const make = Effect.gen(function*() {
               recordStatus(published, initial, "uncertain", attempts, null, now)
             ))
         )
-        yield* Effect.sleep(retryDelay(attempts))
+        // A cancel while it waits to be re-applied ends it: its outcome stays unknown.
+        const retry = yield* Effect.raceFirst(
+          Effect.as(Effect.sleep(retryDelay(attempts)), "retry" as const),
+          Effect.as(Deferred.await(cancelled), "cancelled" as const)
+        )
+        if (retry === "cancelled") return yield* settle(initial, attempts, cancelledUnknown)
       }
     }).pipe(
       // One finalizer, not two: each is an uninterruptible region of its own.
@@ -403,23 +444,30 @@ const make = Effect.gen(function*() {
   yield* operations.markInterruptedUncertain
   yield* Effect.forEach(yield* operations.machinesWithOpenWork, wake, { discard: true })
 
+  const cancel = (operation: OperationRow) =>
+    Effect.gen(function*() {
+      yield* persist((published) =>
+        Effect.gen(function*() {
+          const now = yield* Clock.currentTimeMillis
+          if (!(yield* operations.cancelPending(operation.id, now))) return
+          yield* reproject(operation.machine_id)
+          yield* recordStatus(published, operation, "failed", operation.attempt_count, "cancelled", now)
+          yield* record(published, operation, "end", { status: "failed" }, now)
+        })
+      )
+      // A pending boot may wait in the start queue: its actor gives up its place.
+      const running = cancels.get(operation.id)
+      if (running !== undefined) yield* Deferred.succeed(running, undefined)
+    })
+
   return MachineSupervisor.of({
     wake,
-    cancel: (operation) =>
-      Effect.gen(function*() {
-        yield* persist((published) =>
-          Effect.gen(function*() {
-            const now = yield* Clock.currentTimeMillis
-            if (!(yield* operations.cancelPending(operation.id, now))) return
-            yield* reproject(operation.machine_id)
-            yield* recordStatus(published, operation, "failed", operation.attempt_count, "cancelled", now)
-            yield* record(published, operation, "end", { status: "failed" }, now)
-          })
-        )
-        // A pending boot may wait in the start queue: its actor gives up its place.
-        const running = cancels.get(operation.id)
-        if (running !== undefined) yield* Deferred.succeed(running, undefined)
-      })
+    cancel,
+    cancelAhead: (machineId, operationId) =>
+      Effect.flatMap(
+        operations.openBefore(machineId, operationId),
+        (ahead) => Effect.forEach(ahead, cancel, { discard: true })
+      )
   })
 })
 

@@ -81,6 +81,14 @@ const make = Effect.gen(function*() {
         `SELECT * FROM operations WHERE machine_id = ? AND ${openStatus} ORDER BY seq LIMIT 1`,
         machineId
       ),
+    /** The machine's open operations accepted before `operationId`, in order. */
+    openBefore: (machineId: string, operationId: string) =>
+      prepared.all<OperationRow>(
+        `SELECT * FROM operations WHERE machine_id = ? AND ${openStatus}
+          AND seq < (SELECT seq FROM operations WHERE id = ?) ORDER BY seq`,
+        machineId,
+        operationId
+      ),
     /** The kinds still to run on the machine, in order (for the projected state). */
     openOps: (machineId: string) =>
       prepared.all<{ kind: OperationKind; request: string }>(

@@ -41,7 +41,7 @@ export type Outcome =
     readonly execResult?: ExecResult
     readonly also?: Settles
   }
-  | { readonly status: "correlation_miss"; readonly machine?: MachinePatch }
+  | { readonly status: "correlation_miss"; readonly machine?: MachinePatch; readonly errorCode?: string }
   | { readonly status: "uncertain"; readonly reason: string }
 
 /**
