@@ -20,7 +20,6 @@ import { makeIdempotency } from "../kernel/sql/Idempotency.js"
 import { canonicalJson, type Requester } from "../kernel/sql/Idempotency.js"
 import { Machines } from "../machines/Machines.js"
 import {
-  type AgentEvent,
   type AgentInputAccepted,
   type AgentPromptRequest,
   type AgentTurnDto,
@@ -33,6 +32,7 @@ import { type AgentEventRow, AgentEventsRepo } from "./EventsRepo.js"
 import type { AgentProviderShape, EventBody } from "./providers/AgentProvider.js"
 import { catalogue, priced, publicModel } from "./providers/Catalogue.js"
 import { allProviders, providers } from "./providers/Providers.js"
+import type { AgentEvent } from "./providers/Schemas.js"
 import { installed, readVersions } from "./providers/Tools.js"
 import { runTurn, type Steer, sweep, type TurnOutcome } from "./providers/TurnRunner.js"
 

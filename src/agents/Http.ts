@@ -4,7 +4,7 @@ import { Api } from "../Api.js"
 import { currentOrganization, requester } from "../kernel/http/CallerContext.js"
 import { eventStreamResponse } from "../kernel/http/EventStreams.js"
 import { Agents, eventsPage } from "./Agents.js"
-import type { AgentEvent } from "./Api.js"
+import type { AgentEvent } from "./providers/Schemas.js"
 
 /** One SSE `agent` event; its id is the cursor after it (its seq). */
 const frame = (event: AgentEvent) => `id: ${event.seq}\nevent: agent\ndata: ${JSON.stringify(event)}\n\n`
