@@ -12,14 +12,9 @@ import { GuestActionFailed } from "../kernel/http/MachineErrors.js"
 import { pageFields } from "../kernel/http/Pagination.js"
 import { policy } from "../kernel/http/Policy.js"
 import { type ProblemClass } from "../kernel/http/Problem.js"
+import { maxAttachments, maxTextBytes } from "./Bounds.js"
 import { AgentsUnavailable, AgentTurnRunning, ConversationNotFound, NoActiveTurn, ProviderMismatch } from "./Errors.js"
 import { AgentEvent, AgentProvider, ReasoningEffort } from "./providers/Schemas.js"
-
-/** Prompt and steer text: at most 256 KiB of UTF-8. */
-export const maxTextBytes = 256 * 1024
-export const maxAttachments = 16
-/** The attachments of one prompt together, decoded. */
-export const maxAttachmentBytes = 16 * 1024 * 1024
 
 const Text = Schema.String.pipe(
   Schema.filter((text) => Buffer.byteLength(text, "utf8") <= maxTextBytes || "at most 256 KiB")
@@ -76,6 +71,7 @@ export const AgentEventsDto = Schema.Struct({
   events: Schema.Array(AgentEvent),
   latest_turn: Schema.NullOr(AgentTurnDto)
 }).annotations({ identifier: "AgentEvents" })
+export type AgentEventsDto = typeof AgentEventsDto.Type
 
 export const AgentConversationDto = Schema.Struct({
   id: Uuid,
@@ -88,6 +84,7 @@ export const AgentConversationDto = Schema.Struct({
   created_at: Timestamp,
   updated_at: Timestamp
 }).annotations({ identifier: "AgentConversation" })
+export type AgentConversationDto = typeof AgentConversationDto.Type
 
 export const AgentConversationListDto = Schema.Struct({
   conversations: Schema.Array(AgentConversationDto),
@@ -135,7 +132,7 @@ export const ProviderModelsDto = Schema.Struct({
 }).annotations({ identifier: "ProviderModels" })
 export type ProviderModelsDto = typeof ProviderModelsDto.Type
 
-// Errors
+// The routes
 
 const MachinePath = Schema.Struct({ id: Uuid })
 const changers = policy("U", "header", ["owner", "admin", "operator"])
