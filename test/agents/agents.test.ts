@@ -6,7 +6,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Chunk, Clock, Effect, Fiber, Option, TestClock } from "effect"
 import { eventually } from "../support/Machines.js"
-import { agentsWith, failureOf, idle, organizationId, requester } from "./support.js"
+import { tempDir } from "../support/TestServer.js"
+import { agentsWith, failureOf, idle, organizationId, requester, withTables } from "./support.js"
 
 const machineId = "0190a000-0000-7000-8000-000000000001"
 const stoppedId = "0190a000-0000-7000-8000-000000000002"
@@ -206,5 +207,58 @@ describe("agents service", () => {
       const answer = yield* Fiber.join(news)
       assert.isAbove(answer.cursor, cursor)
       assert.strictEqual(answer.events[0]?.seq, cursor + 1)
+    }))
+
+  it.scoped("a turn an earlier process left open is failed with server_restarted when the service starts", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      // As a crash leaves it: the conversation running, its turn too, no turn_finished.
+      const ids = { conversation: "0190a000-0000-7000-8000-0000000000c1", turn: "0190a000-0000-7000-8000-0000000000d1" }
+      yield* withTables(dir, (repo) =>
+        Effect.zipRight(
+          repo.insertConversation({
+            id: ids.conversation,
+            organization_id: organizationId,
+            machine_id: machineId,
+            provider: "codex",
+            session_id: "thread-1",
+            usage_totals: null,
+            status: "running",
+            turn_count: 1,
+            latest_turn_id: ids.turn,
+            created_at: 0,
+            updated_at: 0
+          }),
+          repo.insertTurn({
+            id: ids.turn,
+            conversation_id: ids.conversation,
+            organization_id: organizationId,
+            machine_id: machineId,
+            status: "running",
+            provider: "codex",
+            model: "gpt-5",
+            reasoning_effort: null,
+            resume: 0,
+            interrupt_requested: 0,
+            error_code: null,
+            exit_code: null,
+            created_at: 0,
+            started_at: 0,
+            finished_at: null
+          })
+        ))
+      const { agents } = yield* agentsWith(machines, dir)
+      const read = yield* agents.events(organizationId, machineId, ids.conversation, 0, 0)
+      assert.deepStrictEqual(
+        read.events.map((event) => [event.type, event.code]),
+        [["turn_finished", "server_restarted"], ["idle", undefined]]
+      )
+      assert.deepStrictEqual(
+        [read.active, read.latestTurn?.status, read.latestTurn?.error_code],
+        [false, "failed", "server_restarted"]
+      )
+      // The conversation takes prompts again.
+      const next = yield* agents.prompt(requester(), machineId, prompt("hello", { conversation_id: ids.conversation }))
+      assert.strictEqual(next.resume, 1)
     }))
 })

@@ -4,10 +4,11 @@
  * is stood in for by its one call the agents make, `find`, over machines the test declares.
  */
 import { assert } from "@effect/vitest"
-import { type Context, Effect, Exit, Layer } from "effect"
+import { Context, Effect, Exit, Layer } from "effect"
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
 import { Agents } from "../../src/agents/Agents.js"
+import { AgentConversationsRepo } from "../../src/agents/ConversationsRepo.js"
 import { AgentsLive } from "../../src/agents/Live.js"
 import { MachineDriver } from "../../src/drivers/MachineDriver.js"
 import * as ProcessDriver from "../../src/drivers/process/ProcessDriver.js"
@@ -50,15 +51,19 @@ export interface TestMachine {
   readonly state: MachineState
 }
 
-/** The agents service of a fresh data dir (in the test's scope, so its Clock is the test's). */
-export const agentsWith = (machines: ReadonlyArray<TestMachine>) =>
+/**
+ * The agents service of a data dir, a fresh one unless `dir` is given (in the test's scope, so its
+ * Clock is the test's).
+ */
+export const agentsWith = (machines: ReadonlyArray<TestMachine>, dir?: string) =>
   Effect.gen(function*() {
-    const dir = yield* tempDir
+    if (dir === undefined) dir = yield* tempDir
     const agentsDir = NodePath.join(dir, "agents")
     const codex = NodePath.join(agentsDir, "node_modules", ".bin", "codex")
     NodeFs.mkdirSync(NodePath.dirname(codex), { recursive: true })
     NodeFs.writeFileSync(codex, standInCodex, { mode: 0o755 })
     const driver = ProcessDriver.make({ dataDir: dir, agentsDir })
+    const database = NodePath.join(dir, "svc.db")
     for (const machine of machines.filter((machine) => machine.state === "running")) {
       const spec = { id: machine.id, size: "small" as const, image: "default", internetAccess: true, env: {} }
       yield* driver.create(spec)
@@ -74,13 +79,13 @@ export const agentsWith = (machines: ReadonlyArray<TestMachine>) =>
     const context = yield* Layer.build(
       AgentsLive.pipe(
         Layer.provideMerge(Layer.mergeAll(GroupCommit.layer, IdempotencyKeysRepo.layer)),
-        Layer.provideMerge(Database.layerFile(NodePath.join(dir, "svc.db"))),
+        Layer.provideMerge(Database.layerFile(database)),
         Layer.provideMerge(Layer.succeed(MachineDriver, driver)),
         Layer.provide(Layer.succeed(Machines, { find } as unknown as Context.Tag.Service<Machines>)),
         Layer.provide(Layer.succeed(AppConfig, testConfig(dir, 0, { runtime: "process", agentsDir })))
       )
     )
-    return { context, dir, agents: yield* Effect.provide(Agents, context) }
+    return { context, agents: yield* Effect.provide(Agents, context) }
   })
 
 /** The error code an effect failed with (its tag), or fails the test when it succeeded. */
@@ -96,4 +101,14 @@ export const idle = (agents: Context.Tag.Service<Agents>, conversationId: string
   eventually(Effect.map(
     agents.readAfter(conversationId, 0),
     (read) => read.active ? undefined : read.events
+  ))
+
+/** Writes into the agents' tables of the database in `dir`, as an earlier svc process left them. */
+export const withTables = <A, E>(
+  dir: string,
+  write: (repo: Context.Tag.Service<AgentConversationsRepo>) => Effect.Effect<A, E>
+) =>
+  Effect.scoped(Effect.flatMap(
+    Layer.build(AgentConversationsRepo.layer.pipe(Layer.provide(Database.layerFile(NodePath.join(dir, "svc.db"))))),
+    (context) => write(Context.get(context, AgentConversationsRepo))
   ))
