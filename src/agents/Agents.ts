@@ -1,13 +1,6 @@
 /**
- * The agents service the handlers call (api.md "Agents", extensions.md §8): one façade over the
- * area's parts, built together because they share the event log and the running turns.
- *
- *   Prompts.ts        accepting a prompt (validation, idempotency, the committed turn)
- *   Inputs.ts         steer and interrupt of a running turn
- *   Turns.ts          launching, finishing and recovering turns; the running turns' handles
- *   EventLog.ts       the numbered, persisted events and their readers' wake-ups
- *   Conversations.ts  reading conversations and their events
- *   Availability.ts   which agents can run here
+ * The agents service the handlers call: one façade over the area's parts (docs/agents.md "Where the
+ * code is"), built together because they share the event log and the running turns.
  */
 import { Context, Effect, Layer } from "effect"
 import { makeAvailability } from "./Availability.js"
