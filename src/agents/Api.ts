@@ -12,18 +12,9 @@ import { GuestActionFailed } from "../kernel/http/MachineErrors.js"
 import { pageFields } from "../kernel/http/Pagination.js"
 import { policy } from "../kernel/http/Policy.js"
 import { type ProblemClass } from "../kernel/http/Problem.js"
+import { maxAttachments, maxTextBytes } from "./Bounds.js"
 import { AgentsUnavailable, AgentTurnRunning, ConversationNotFound, NoActiveTurn, ProviderMismatch } from "./Errors.js"
-
-export const AgentProvider = Schema.Literal("claude_code", "codex", "opencode")
-export type AgentProvider = typeof AgentProvider.Type
-export const ReasoningEffort = Schema.Literal("minimal", "low", "medium", "high")
-export type ReasoningEffort = typeof ReasoningEffort.Type
-
-/** Prompt and steer text: at most 256 KiB of UTF-8. */
-export const maxTextBytes = 256 * 1024
-export const maxAttachments = 16
-/** The attachments of one prompt together, decoded. */
-export const maxAttachmentBytes = 16 * 1024 * 1024
+import { AgentEvent, AgentProvider, ReasoningEffort } from "./providers/Schemas.js"
 
 const Text = Schema.String.pipe(
   Schema.filter((text) => Buffer.byteLength(text, "utf8") <= maxTextBytes || "at most 256 KiB")
@@ -73,54 +64,6 @@ export const AgentTurnDto = Schema.Struct({
 }).annotations({ identifier: "AgentTurn" })
 export type AgentTurnDto = typeof AgentTurnDto.Type
 
-export const AgentUsage = Schema.Struct({
-  input_tokens: Schema.Int,
-  output_tokens: Schema.Int,
-  cached_input_tokens: Schema.Int,
-  cost_micro_usd: Schema.Int
-})
-
-const optionalString = Schema.optional(Schema.NullOr(Schema.String))
-
-export const AgentEvent = Schema.Struct({
-  seq: Schema.Int,
-  id: Schema.String,
-  type: Schema.Literal(
-    "turn_started",
-    "input_accepted",
-    "message",
-    "reasoning",
-    "tool_call",
-    "tool_result",
-    "usage",
-    "error",
-    "turn_finished",
-    "idle"
-  ),
-  kind: Schema.optional(Schema.Literal("prompt", "steer", "interrupt")),
-  turn_id: optionalString,
-  input_id: optionalString,
-  session_id: optionalString,
-  provider: optionalString,
-  model: optionalString,
-  reasoning_effort: optionalString,
-  name: optionalString,
-  text: optionalString,
-  input: optionalString,
-  output: optionalString,
-  result: optionalString,
-  message: optionalString,
-  code: optionalString,
-  outcome: Schema.optional(Schema.Literal("completed", "interrupted", "failed")),
-  is_error: Schema.optional(Schema.Boolean),
-  restarted: Schema.optional(Schema.Boolean),
-  resumed: Schema.optional(Schema.Boolean),
-  time_ms: Schema.optional(Schema.Int),
-  usage: Schema.optional(AgentUsage),
-  created_at: Schema.optional(Timestamp)
-}).annotations({ identifier: "AgentEvent" })
-export type AgentEvent = typeof AgentEvent.Type
-
 export const AgentEventsDto = Schema.Struct({
   active: Schema.Boolean,
   conversation_id: Uuid,
@@ -128,6 +71,7 @@ export const AgentEventsDto = Schema.Struct({
   events: Schema.Array(AgentEvent),
   latest_turn: Schema.NullOr(AgentTurnDto)
 }).annotations({ identifier: "AgentEvents" })
+export type AgentEventsDto = typeof AgentEventsDto.Type
 
 export const AgentConversationDto = Schema.Struct({
   id: Uuid,
@@ -140,6 +84,7 @@ export const AgentConversationDto = Schema.Struct({
   created_at: Timestamp,
   updated_at: Timestamp
 }).annotations({ identifier: "AgentConversation" })
+export type AgentConversationDto = typeof AgentConversationDto.Type
 
 export const AgentConversationListDto = Schema.Struct({
   conversations: Schema.Array(AgentConversationDto),
@@ -187,7 +132,7 @@ export const ProviderModelsDto = Schema.Struct({
 }).annotations({ identifier: "ProviderModels" })
 export type ProviderModelsDto = typeof ProviderModelsDto.Type
 
-// Errors
+// The routes
 
 const MachinePath = Schema.Struct({ id: Uuid })
 const changers = policy("U", "header", ["owner", "admin", "operator"])

@@ -1,10 +1,18 @@
+/**
+ * The agents routes: each calls the agents service once and turns its answer into the DTOs of
+ * Dto.ts; the events route also streams a conversation's events as server-sent events.
+ */
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { Api } from "../Api.js"
+import { AppConfig } from "../kernel/config/AppConfig.js"
 import { currentOrganization, requester } from "../kernel/http/CallerContext.js"
 import { eventStreamResponse } from "../kernel/http/EventStreams.js"
-import { Agents, eventsPage } from "./Agents.js"
-import type { AgentEvent } from "./Api.js"
+import { mapPage } from "../kernel/http/Pagination.js"
+import { Agents } from "./Agents.js"
+import { conversationDto, eventsDto, inputAcceptedDto, providerModelsDto, turnDto } from "./Dto.js"
+import { eventsPage } from "./EventLog.js"
+import type { AgentEvent } from "./providers/Schemas.js"
 
 /** One SSE `agent` event; its id is the cursor after it (its seq). */
 const frame = (event: AgentEvent) => `id: ${event.seq}\nevent: agent\ndata: ${JSON.stringify(event)}\n\n`
@@ -12,6 +20,7 @@ const frame = (event: AgentEvent) => `id: ${event.seq}\nevent: agent\ndata: ${JS
 export const AgentsHandlers = HttpApiBuilder.group(Api, "agents", (handlers) =>
   Effect.gen(function*() {
     const agents = yield* Agents
+    const { baseUrl } = yield* AppConfig
 
     /**
      * Persisted events after `after`, then live ones (src/kernel/http/EventStreams.ts), until no turn runs
@@ -38,13 +47,17 @@ export const AgentsHandlers = HttpApiBuilder.group(Api, "agents", (handlers) =>
 
     return handlers
       .handle("prompt", ({ headers, path, payload }) =>
-        Effect.flatMap(requester(headers), (who) => agents.prompt(who, path.id, payload)))
+        Effect.flatMap(requester(headers), (who) =>
+          Effect.map(agents.prompt(who, path.id, payload), turnDto(baseUrl))))
       .handle("steer", ({ headers, path, payload }) =>
         Effect.flatMap(requester(headers), (who) =>
-          agents.steer(who, path.id, payload)))
+          Effect.map(agents.steer(who, path.id, payload), inputAcceptedDto)))
       .handle("interrupt", ({ headers, path, payload }) =>
-        Effect.flatMap(requester(headers), (who) =>
-          agents.interrupt(who, path.id, payload)))
+        Effect.flatMap(
+          requester(headers),
+          (who) =>
+            Effect.map(agents.interrupt(who, path.id, payload), inputAcceptedDto)
+        ))
       .handle("events", ({ headers, path, urlParams }) =>
         Effect.gen(function*() {
           const organization = yield* currentOrganization
@@ -52,20 +65,22 @@ export const AgentsHandlers = HttpApiBuilder.group(Api, "agents", (handlers) =>
             const conversation = yield* agents.conversationFor(organization.id, path.id, urlParams.conversation_id)
             return yield* events(conversation.id, headers["last-event-id"] ?? urlParams.cursor)
           }
-          return yield* agents.events(
+          const read = yield* agents.events(
             organization.id,
             path.id,
             urlParams.conversation_id,
             urlParams.cursor,
             urlParams.wait_seconds
           )
+          return eventsDto(baseUrl)(read)
         }))
       .handle("conversations", ({ path, urlParams }) =>
-        Effect.flatMap(
-          currentOrganization,
-          (organization) =>
-            agents.conversations(organization.id, path.id, urlParams.limit, urlParams.cursor ?? null)
-        ))
+        Effect.gen(function*() {
+          const organization = yield* currentOrganization
+          const page = yield* agents.conversations(organization.id, path.id, urlParams.limit, urlParams.cursor ?? null)
+          const { items, next_cursor } = mapPage(page, conversationDto(baseUrl))
+          return { conversations: items, next_cursor }
+        }))
       .handle("providerModels", () =>
-        agents.providerModels)
+        Effect.map(agents.providers, providerModelsDto))
   }))

@@ -3,7 +3,7 @@
  * its JSON event stream maps onto AgentEvent (extensions.md §8). One folder per agent; the turn
  * runner (TurnRunner.ts) does the rest the same way for all of them.
  */
-import type { AgentEvent, AgentProvider as ProviderKey, ReasoningEffort } from "../Api.js"
+import type { AgentEvent, AgentProvider as ProviderKey, ReasoningEffort } from "./Schemas.js"
 
 /** An AgentEvent before it is numbered and stamped. */
 export type EventBody = Omit<AgentEvent, "seq" | "id" | "created_at" | "turn_id">

@@ -3,7 +3,7 @@
  * their own documentation lists them at the versions svc installs. Any other model id is passed to
  * the agent as given (it answers for itself when it does not know one).
  */
-import type { AgentProvider, ReasoningEffort } from "../Api.js"
+import type { AgentProvider, ReasoningEffort } from "./Schemas.js"
 
 export interface CatalogueModel {
   readonly id: string

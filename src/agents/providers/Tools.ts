@@ -7,9 +7,9 @@
 import * as NodeChild from "node:child_process"
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
-import type { AgentProvider } from "../Api.js"
 import type { AgentProviderShape } from "./AgentProvider.js"
 import { allProviders } from "./Providers.js"
+import type { AgentProvider } from "./Schemas.js"
 
 export const versionsFile = (dir: string) => NodePath.join(dir, "versions.json")
 

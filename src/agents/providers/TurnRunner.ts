@@ -10,9 +10,9 @@
  */
 import { Deferred, Effect, Exit, Fiber, Option, Queue, Ref } from "effect"
 import type { MachineDriverShape } from "../../drivers/MachineDriver.js"
-import type { ReasoningEffort } from "../Api.js"
 import type { AgentProviderShape, EventBody } from "./AgentProvider.js"
 import { escalate, type Step } from "./Interrupt.js"
+import type { ReasoningEffort } from "./Schemas.js"
 
 export interface Steer {
   readonly inputId: string
