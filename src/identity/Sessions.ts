@@ -1,16 +1,13 @@
 /**
  * Browser sessions: an opaque token in the `svc_session` cookie and a CSRF token in `svc_csrf`
  * (double submit: the `x-csrf-token` header must repeat the cookie, and its hash is stored with
- * the session, so a token from another session never passes).
+ * the session, so a token from another session never passes; Authenticate checks it).
  */
 import { Clock, Context, Effect, Layer, Option } from "effect"
-import { randomToken, safeEqual, sha256 } from "../kernel/crypto/Tokens.js"
+import { randomToken, sha256 } from "../kernel/crypto/Tokens.js"
 import { uuidv7 } from "../kernel/domain/Ids.js"
 import { type SessionRow, SessionsRepo } from "./SessionsRepo.js"
 
-export const SESSION_COOKIE = "svc_session"
-export const CSRF_COOKIE = "svc_csrf"
-export const CSRF_HEADER = "x-csrf-token"
 export const sessionLifetimeMillis = 30 * 24 * 3600_000
 
 export interface NewSession {
@@ -48,9 +45,6 @@ const make = Effect.gen(function*() {
         const row = yield* repo.findByTokenHash(sha256(token))
         return Option.filter(row, (session) => session.revoked_at === null && session.expires_at > now)
       }),
-    csrfValid: (session: SessionRow, header: string | undefined, cookie: string | undefined) =>
-      header !== undefined && cookie !== undefined && safeEqual(header, cookie) &&
-      safeEqual(sha256(header), session.csrf_hash),
     revoke: (id: string) => Effect.flatMap(Clock.currentTimeMillis, (now) => repo.revoke(id, now)),
     setActiveOrganization: repo.setActiveOrganization
   }
