@@ -97,6 +97,9 @@ export const csrfValid = (session: SessionFound, header: string | undefined, coo
   header !== undefined && cookie !== undefined && safeEqual(header, cookie) &&
   safeEqual(sha256(header), session.csrfHash)
 
+/** Whether the request changes something: a session needs its guard for it. */
+const changes = (request: RequestFacts) => request.upgrading === true || isMutatingMethod(request.method)
+
 const anonymous: CallerShape = { user: Option.none(), credential: Option.none(), organization: Option.none() }
 
 /** What an API key's lookup already knows of its creator (a session looks it up separately). */
@@ -159,14 +162,11 @@ const make = Effect.gen(function*() {
       if (Option.isNone(session)) {
         return yield* new Unauthenticated({ detail: "The session has ended; sign in again" })
       }
-      if (request.upgrading === true || isMutatingMethod(request.method)) {
-        if (requirement.sessionGuard === "same_site") {
-          if (crossSite(request)) {
-            return yield* new CsrfInvalid({ detail: "A session changes things only from svc's own site" })
-          }
-        } else if (!csrfValid(session.value, headerOf(request, CSRF_HEADER), request.cookies[CSRF_COOKIE])) {
-          return yield* new CsrfInvalid({ detail: `Send the ${CSRF_COOKIE} cookie's value in ${CSRF_HEADER}` })
-        }
+      if (
+        requirement.sessionGuard !== "same_site" && changes(request) &&
+        !csrfValid(session.value, headerOf(request, CSRF_HEADER), request.cookies[CSRF_COOKIE])
+      ) {
+        return yield* new CsrfInvalid({ detail: `Send the ${CSRF_COOKIE} cookie's value in ${CSRF_HEADER}` })
       }
       const credential: Credential = {
         kind: "session",
@@ -214,10 +214,7 @@ const make = Effect.gen(function*() {
       return chosen
     })
 
-  const authenticate = (
-    request: RequestFacts,
-    requirement: Requirement
-  ): Effect.Effect<CallerShape, AuthenticationError> =>
+  const callerOf = (request: RequestFacts, requirement: Requirement) =>
     Effect.gen(function*() {
       if (requirement.access === "N") return anonymous
       if (requirement.access === "O") return yield* operator(request)
@@ -243,6 +240,25 @@ const make = Effect.gen(function*() {
       }
       return { ...caller, organization: Option.some({ id: organizationId, role: role.value }) }
     })
+
+  /**
+   * The same-site guard runs last, once the session is known to be allowed everything else, so that a
+   * session that may not act anyway gets the same answer from any site.
+   */
+  const sameSite = (request: RequestFacts) => (caller: CallerShape) =>
+    Option.isSome(caller.credential) && caller.credential.value.kind === "session" && changes(request) &&
+      crossSite(request)
+      ? Effect.fail(new CsrfInvalid({ detail: "A session changes things only from svc's own site" }))
+      : Effect.void
+
+  /** The caller of `request` if it meets `requirement`; else the 401/403/404/422 of api.md. */
+  const authenticate = (
+    request: RequestFacts,
+    requirement: Requirement
+  ): Effect.Effect<CallerShape, AuthenticationError> =>
+    requirement.sessionGuard === "same_site"
+      ? Effect.tap(callerOf(request, requirement), sameSite(request))
+      : callerOf(request, requirement)
 
   return { authenticate }
 })
