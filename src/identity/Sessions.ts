@@ -6,6 +6,8 @@
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import { randomToken, sha256 } from "../kernel/crypto/Tokens.js"
 import { uuidv7 } from "../kernel/domain/Ids.js"
+import { ResourceNotFound } from "../kernel/http/Errors.js"
+import { Organizations } from "../organizations/Organizations.js"
 import { type SessionRow, SessionsRepo } from "./SessionsRepo.js"
 
 export const sessionLifetimeMillis = 30 * 24 * 3600_000
@@ -18,6 +20,7 @@ export interface NewSession {
 
 const make = Effect.gen(function*() {
   const repo = yield* SessionsRepo
+  const organizations = yield* Organizations
   return {
     create: (userId: string, activeOrganizationId: string | null) =>
       Effect.gen(function*() {
@@ -46,7 +49,14 @@ const make = Effect.gen(function*() {
         return Option.filter(row, (session) => session.revoked_at === null && session.expires_at > now)
       }),
     revoke: (id: string) => Effect.flatMap(Clock.currentTimeMillis, (now) => repo.revoke(id, now)),
-    setActiveOrganization: repo.setActiveOrganization
+    /** The organization the session acts in without X-Organization-ID: one of the user's, or none. */
+    setActiveOrganization: (session: { readonly id: string; readonly userId: string }, organizationId: string | null) =>
+      Effect.gen(function*() {
+        if (organizationId !== null && Option.isNone(yield* organizations.membership(organizationId, session.userId))) {
+          return yield* new ResourceNotFound({ detail: "Organization not found" })
+        }
+        yield* repo.setActiveOrganization(session.id, organizationId)
+      })
   }
 })
 
