@@ -4,8 +4,8 @@ import { Api } from "../Api.js"
 import * as ApiKeyText from "../kernel/domain/ApiKeyText.js"
 import { currentCredential, currentOrganization, currentUser } from "../kernel/http/CallerContext.js"
 import { iso, isoOrNull } from "../kernel/http/Dto.js"
+import type { ApiKeyDto } from "./Api.js"
 import { ApiKeys, type KeyManager } from "./ApiKeys.js"
-import type { ApiKeyDto } from "./ApiKeysApi.js"
 import type { ApiKeyRow } from "./ApiKeysRepo.js"
 
 const toDto = (row: ApiKeyRow): ApiKeyDto => ({
