@@ -8,7 +8,13 @@
  */
 import { Context, Effect, Either, Layer, Option } from "effect"
 import { findPort, parsePorts } from "../kernel/domain/Ports.js"
-import { Authenticate, type RequestFacts, type Requirement } from "../kernel/http/Authenticate.js"
+import {
+  Authenticate,
+  type AuthenticationError,
+  type RequestFacts,
+  type Requirement
+} from "../kernel/http/Authenticate.js"
+import { CsrfInvalid } from "../kernel/http/Errors.js"
 import { MachinesRepo } from "../runtime/MachinesRepo.js"
 import { PORT_TOKEN_COOKIE, PORT_TOKEN_HEADER, PortTokens } from "./PortTokens.js"
 
@@ -45,8 +51,8 @@ const make = Effect.gen(function*() {
         organization: { resource: organizationId },
         sessionGuard: "same_site"
       }
-      const verdict = (result: Either.Either<unknown, { readonly _tag: string }>) =>
-        Either.isRight(result) ? "open" : result.left._tag === "CsrfInvalid" ? "refused" : "none"
+      const verdict = (result: Either.Either<unknown, AuthenticationError>) =>
+        Either.isRight(result) ? "open" : result.left instanceof CsrfInvalid ? "refused" : "none"
       const first = verdict(yield* Effect.either(authenticate(request, requirement)))
       if (first !== "none" || request.headers.authorization === undefined) return first
       // Each credential is tried on its own: a key that does not open the port leaves the session its turn.
