@@ -7,7 +7,7 @@ import { HttpRouter, HttpServerRequest } from "@effect/platform"
 import type { HttpApiEndpoint } from "@effect/platform"
 import { Context, Effect, Layer, Option } from "effect"
 import { Api } from "../../Api.js"
-import { Authenticate, type OrganizationSource } from "./Authenticate.js"
+import { Authenticate, type Requirement } from "./Authenticate.js"
 import { Authorization } from "./Authorization.js"
 import { Policy, type PolicySpec } from "./Policy.js"
 
@@ -28,16 +28,26 @@ export const AuthorizationLive = Layer.effect(
   Authorization,
   Effect.gen(function*() {
     const { authenticate } = yield* Authenticate
-    const index = policyIndex(Api)
+    // Each policy's requirement is made once; only an organization in the path is read per request.
+    const requirements = new Map<string, Requirement>()
+    for (const [key, spec] of policyIndex(Api)) {
+      requirements.set(key, {
+        access: spec.access,
+        organization: spec.organization === "path" ? { path: "" } : spec.organization,
+        roles: spec.roles
+      })
+    }
     return Effect.gen(function*() {
       const request = yield* HttpServerRequest.HttpServerRequest
       const { params, route } = yield* HttpRouter.RouteContext
-      const spec = index.get(`${route.method} ${route.path}`)
-      if (spec === undefined) return yield* Effect.dieMessage(`no policy for ${route.method} ${route.path}`)
-      const organization: OrganizationSource = spec.organization === "path"
-        ? { path: params["organization_id"] ?? "" }
-        : spec.organization
-      return yield* authenticate(request, { access: spec.access, organization, roles: spec.roles })
+      const requirement = requirements.get(`${route.method} ${route.path}`)
+      if (requirement === undefined) return yield* Effect.dieMessage(`no policy for ${route.method} ${route.path}`)
+      return yield* authenticate(
+        request,
+        typeof requirement.organization === "object"
+          ? { ...requirement, organization: { path: params["organization_id"] ?? "" } }
+          : requirement
+      )
     })
   })
 )
