@@ -16,11 +16,13 @@ import { Entitlements } from "./kernel/Entitlements.js"
 import { DomainEvents } from "./kernel/events/DomainEvents.js"
 import { RateLimiter } from "./kernel/http/RateLimiter.js"
 import * as Mail from "./kernel/mail/Mail.js"
+import * as DataDirLock from "./kernel/sql/DataDirLock.js"
 import * as Database from "./kernel/sql/Database.js"
 import { GroupCommit } from "./kernel/sql/GroupCommit.js"
 import { IdempotencyKeysRepo } from "./kernel/sql/IdempotencyKeysRepo.js"
 import { LimitsLive } from "./limits/Live.js"
 import { MachinesLive } from "./machines/Live.js"
+import { OperationsLive } from "./operations/Live.js"
 import { OrganizationsLive } from "./organizations/Live.js"
 import { PortsLive } from "./ports/Live.js"
 import * as HostCapacity from "./runtime/HostCapacity.js"
@@ -30,8 +32,8 @@ import * as MachineSupervisor from "./runtime/MachineSupervisor.js"
 import { OperationsRepo } from "./runtime/OperationsRepo.js"
 import { SnapshotsLive } from "./snapshots/Live.js"
 import { SnapshotsRepo } from "./snapshots/store/SnapshotsRepo.js"
+import { SnapshotStore } from "./snapshots/store/SnapshotStore.js"
 import { SnapshotWork } from "./snapshots/store/SnapshotWork.js"
-import { Store } from "./snapshots/store/StoreLive.js"
 
 /** The kernel's stores and ports over the database the configuration names. */
 const KernelLive = Layer.mergeAll(
@@ -62,7 +64,7 @@ export const IdentityLive = IdentityAreaLive.pipe(
 const runtimeLive = <E, R>(driver: Layer.Layer<MachineDriver, E, R>) =>
   Layer.mergeAll(MachineSupervisor.layer, Housekeeping.layer).pipe(
     Layer.provideMerge(SnapshotWork.layer),
-    Layer.provideMerge(Store.layer),
+    Layer.provideMerge(SnapshotStore.layer),
     Layer.provideMerge(
       Layer.mergeAll(driver, DomainEvents.layer, GroupCommit.layer, HostCapacity.layer, MachineEnvironmentsLive)
     )
@@ -72,14 +74,22 @@ const runtimeLive = <E, R>(driver: Layer.Layer<MachineDriver, E, R>) =>
 const AreasLive = AgentsLive.pipe(
   Layer.provideMerge(SnapshotsLive),
   Layer.provideMerge(EnvironmentsLive),
+  Layer.provideMerge(OperationsLive),
   Layer.provideMerge(MachinesLive),
   Layer.provideMerge(PortsLive),
   Layer.provideMerge(LimitsLive)
 )
 
-/** Every domain service over `driver`, workers included. Needs AppConfig. */
+/**
+ * Every domain service over `driver`, workers included. Needs AppConfig. The data dir's lock is
+ * taken first: a second process on the same data dir stops before it opens anything.
+ */
 export const servicesWith = <E, R>(driver: Layer.Layer<MachineDriver, E, R>) =>
-  AreasLive.pipe(Layer.provideMerge(runtimeLive(driver)), Layer.provideMerge(IdentityLive))
+  AreasLive.pipe(
+    Layer.provideMerge(runtimeLive(driver)),
+    Layer.provideMerge(IdentityLive),
+    Layer.provideMerge(DataDirLock.layer)
+  )
 
 /** Every domain service over the driver the configuration names: what the server runs. */
 export const ServicesLive = servicesWith(Drivers.layer)

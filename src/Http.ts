@@ -57,7 +57,7 @@ export const RoutesLive = Layer.unwrapEffect(
 
 /**
  * A Node HTTP server on `host` and `port` whose port proxy requests and upgrades go to the port
- * proxy (src/http/PortProxy.ts) before the Effect app sees them.
+ * proxy (src/ports/Proxy.ts) before the Effect app sees them.
  */
 export const nodeServerOn = (options: { readonly host: string; readonly port: number }) =>
   Layer.unwrapEffect(

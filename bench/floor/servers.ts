@@ -5,7 +5,7 @@
  * - `node`: node:http, reading and parsing the body by hand;
  * - `router`: @effect/platform's HttpRouter on NodeHttpServer;
  * - `api`: an HttpApi endpoint of the same shape as svc's stop (path and payload schemas, a 202
- *   success schema), served by HttpApiBuilder with the tracer off, as src/http/Server.ts serves svc.
+ *   success schema), served by HttpApiBuilder with the tracer off, as src/Http.ts serves svc.
  * Each prints `PORT <n>` once it listens on a free loopback port.
  */
 import {

@@ -4,7 +4,7 @@
  * checked for the agent and the attachments are written (a failure there fails the turn and answers
  * 502 `guest_action_failed`), and the turn runner is forked into this service's scope, so a
  * server shutdown ends every agent process. Events are persisted; readers are woken by their
- * conversation's wake-ups (src/events/Wakeups.ts) and always read from the database, so none is missed.
+ * conversation's wake-ups (src/kernel/events/Wakeups.ts) and always read from the database, so none is missed.
  */
 import { Clock, Context, Deferred, Duration, Effect, Layer, Option, Queue } from "effect"
 import { MachineDriver } from "../drivers/MachineDriver.js"
@@ -60,7 +60,7 @@ const make = Effect.gen(function*() {
   const events = yield* AgentEventsRepo
   const driver = yield* MachineDriver
   const scope = yield* Effect.scope
-  /** Readers of a conversation's events are woken by its news only (src/events/Wakeups.ts). */
+  /** Readers of a conversation's events are woken by its news only (src/kernel/events/Wakeups.ts). */
   const wakeups = makeWakeups<string>()
   const handles = new Map<string, TurnHandle>()
   const agentsDir = agentsDirOf(config)

@@ -14,7 +14,7 @@ export const AgentsHandlers = HttpApiBuilder.group(Api, "agents", (handlers) =>
     const agents = yield* Agents
 
     /**
-     * Persisted events after `after`, then live ones (src/http/EventStreams.ts), until no turn runs
+     * Persisted events after `after`, then live ones (src/kernel/http/EventStreams.ts), until no turn runs
      * and every event was sent; the last one sent is then an `idle` (a stored one, or one made here
      * when the reader had seen them all already).
      */

@@ -2,12 +2,12 @@
 import { Command } from "@effect/cli"
 import { OpenApi } from "@effect/platform"
 import { NodeContext, NodeRuntime } from "@effect/platform-node"
-import { ConfigError, Console, Effect, Logger, LogLevel } from "effect"
+import { Console, Effect, Logger, LogLevel } from "effect"
 import { Api } from "../Api.js"
 import { admin } from "./Admin.js"
 import { agents } from "./Agents.js"
-import { describeConfigError } from "./ConfigErrors.js"
 import { serve } from "./Serve.js"
+import { startRefusal } from "./StartRefusals.js"
 
 const openapi = Command.make("openapi", {}, () => Console.log(JSON.stringify(OpenApi.fromApi(Api), null, 2))).pipe(
   Command.withDescription("Print the OpenAPI document of the API")
@@ -24,10 +24,10 @@ const logLevel = LogLevel.fromLiteral(
 )
 
 run(process.argv).pipe(
-  // A malformed setting stops the start with one line naming the variable.
-  Effect.catchIf(ConfigError.isConfigError, (error) =>
+  // A malformed setting, a data dir in use or a port in use stops the start with one line.
+  Effect.catchIf((error) => startRefusal(error) !== undefined, (error) =>
     Effect.sync(() => {
-      process.stderr.write(describeConfigError(error) + "\n")
+      process.stderr.write(startRefusal(error) + "\n")
       process.exit(1)
     })),
   // Logs go to stderr, so commands that print JSON keep stdout clean.

@@ -1,5 +1,5 @@
 /**
- * Byte streams to a TCP port inside a machine, for the port proxy (src/http/PortProxy.ts). A
+ * Byte streams to a TCP port inside a machine, for the port proxy (src/ports/Proxy.ts). A
  * machine that shares the host's network (the `process` driver, a sandbox with internet access) is
  * reached at 127.0.0.1; a sandbox with its own network namespace through a relay that nsenter puts
  * in that namespace, piping its stdin and stdout to the port. The relay is the host's node (the

@@ -6,7 +6,7 @@
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import { SecretBox } from "../kernel/crypto/SecretBox.js"
 import { uuidv7 } from "../kernel/domain/Ids.js"
-import type { AcceptedChange } from "../kernel/http/Dto.js"
+import type { Accepted } from "../kernel/http/Dto.js"
 import { ResourceNotFound } from "../kernel/http/Errors.js"
 import { GroupCommit } from "../kernel/sql/GroupCommit.js"
 import { type Requester } from "../kernel/sql/Idempotency.js"
@@ -98,7 +98,7 @@ const make = Effect.gen(function*() {
     upgrade: (requester: Omit<Requester, "idempotencyKey">, id: string) =>
       Effect.gen(function*() {
         const row = yield* find(requester.organizationId, id)
-        const operations: Array<AcceptedChange> = []
+        const operations: Array<Accepted> = []
         for (const machine of yield* repo.machinesUsing(id)) {
           const idempotencyKey = `env:${id}:v${row.version}:${machine.id}`
           // A machine already on this version is left alone, unless this upgrade is what brought it

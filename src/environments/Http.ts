@@ -1,8 +1,9 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { Api } from "../Api.js"
+import { AppConfig } from "../kernel/config/AppConfig.js"
 import { currentOrganization, currentUser } from "../kernel/http/CallerContext.js"
-import { iso } from "../kernel/http/Dto.js"
+import { acceptedChange, iso } from "../kernel/http/Dto.js"
 import { Environments } from "./Environments.js"
 import type { EnvironmentRow } from "./Repo.js"
 
@@ -20,6 +21,7 @@ const environmentDto = (row: EnvironmentRow) => ({
 export const EnvironmentsHandlers = HttpApiBuilder.group(Api, "environments", (handlers) =>
   Effect.gen(function*() {
     const environments = yield* Environments
+    const accepted = acceptedChange((yield* AppConfig).baseUrl)
     const organizationId = Effect.map(currentOrganization, (organization) => organization.id)
     return handlers
       .handle("list", () =>
@@ -48,9 +50,10 @@ export const EnvironmentsHandlers = HttpApiBuilder.group(Api, "environments", (h
         Effect.gen(function*() {
           const organization = yield* currentOrganization
           const user = yield* currentUser
-          return yield* environments.upgrade(
+          const upgraded = yield* environments.upgrade(
             { organizationId: organization.id, userId: user.id },
             path.id.toLowerCase()
           )
+          return { operations: upgraded.operations.map(accepted) }
         }))
   }))

@@ -31,7 +31,7 @@ const make = Effect.gen(function*() {
   const prepared = yield* Prepared
   return {
     insert: (row: ApiKeyRow) => Effect.orDie(sql`INSERT INTO api_keys ${sql.insert(row as any)}`),
-    // Every request with a key runs this one: one prepared statement (src/persistence/Sqlite.ts)
+    // Every request with a key runs this one: one prepared statement (src/kernel/sql/Sqlite.ts)
     // instead of three lookups (key, user, membership).
     findByKeyId: (keyId: string) =>
       prepared.first<ApiKeyWithOwner>(

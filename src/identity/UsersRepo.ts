@@ -16,7 +16,7 @@ const make = Effect.gen(function*() {
   const findByEmail = (email: string) =>
     sql<UserRow>`SELECT * FROM users WHERE email = ${email}`.pipe(Effect.map((rows) => Option.fromNullable(rows[0])))
   return {
-    // Every authenticated request runs this one (prepared: src/persistence/Sqlite.ts).
+    // Every authenticated request runs this one (prepared: src/kernel/sql/Sqlite.ts).
     findById: (id: string) => prepared.first<UserRow>("SELECT * FROM users WHERE id = ?", id),
     findByEmail: (email: string) => Effect.orDie(findByEmail(email)),
     /** The user with this address, created if new; `created` says which. */

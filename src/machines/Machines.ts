@@ -7,14 +7,20 @@
 import type { SqlClient } from "@effect/sql"
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import { MachineDriver } from "../drivers/MachineDriver.js"
-import { AppConfig } from "../kernel/config/AppConfig.js"
 import { sha256 } from "../kernel/crypto/Tokens.js"
 import { uuidv7 } from "../kernel/domain/Ids.js"
-import { conflictOf, makesMachine, type OperationKind, projectedAfter } from "../kernel/domain/MachineStates.js"
+import {
+  conflictOf,
+  MachineSize,
+  makesMachine,
+  type OperationKind,
+  projectedAfter
+} from "../kernel/domain/MachineStates.js"
 import { DomainEvents } from "../kernel/events/DomainEvents.js"
-import type { AcceptedChange } from "../kernel/http/Dto.js"
+import type { Accepted } from "../kernel/http/Dto.js"
 import { ResourceNotFound } from "../kernel/http/Errors.js"
 import { machineConflicts, NameTaken, RuntimeUnavailable } from "../kernel/http/MachineErrors.js"
+import { paginate } from "../kernel/http/Pagination.js"
 import { GroupCommit } from "../kernel/sql/GroupCommit.js"
 import { canonicalJson, makeIdempotency, type Requester } from "../kernel/sql/Idempotency.js"
 import { Limits } from "../limits/Limits.js"
@@ -22,11 +28,10 @@ import { MachineEnvironments } from "../runtime/MachineEnvironments.js"
 import { type MachinePatch, type MachineRow, MachinesRepo } from "../runtime/MachinesRepo.js"
 import { MachineSupervisor } from "../runtime/MachineSupervisor.js"
 import { OperationsRepo } from "../runtime/OperationsRepo.js"
-import type { CreateMachineRequest } from "./Api.js"
 
 /**
  * Where a new machine's disk comes from when it is not empty: a fork, a restore, or a template
- * (src/services/Snapshots.ts). `resolve` runs inside the accept's transaction, after the
+ * (src/snapshots/Snapshots.ts). `resolve` runs inside the accept's transaction, after the
  * idempotency check: it checks the source and answers what the operation's request carries.
  */
 export interface Origin<E> {
@@ -46,8 +51,21 @@ export type Within<E> = (accepted: {
   readonly now: number
 }) => Effect.Effect<void, E>
 
+/** A new machine's settings: what `POST /v1/machines` carries once its defaults are applied. */
+export interface NewMachine {
+  readonly name: string
+  readonly size: MachineSize
+  readonly image: string
+  readonly environment_id: string | null
+  readonly internet_access: boolean
+  readonly auto_stop_seconds: number | null
+  readonly idle_sleep_seconds: number | null
+  readonly setup_script: string | null
+  readonly template: string | null
+  readonly start: boolean
+}
+
 const make = Effect.gen(function*() {
-  const config = yield* AppConfig
   const commit = yield* GroupCommit
   const machines = yield* MachinesRepo
   const operations = yield* OperationsRepo
@@ -64,11 +82,9 @@ const make = Effect.gen(function*() {
   )
   const bus = yield* DomainEvents
 
-  const accepted = (operationId: string, machineId: string, kind: string): AcceptedChange => ({
+  const accepted = (operationId: string, machineId: string, kind: string): Accepted => ({
     operation_id: operationId,
     machine_id: machineId,
-    status: "pending",
-    operation_url: `${config.baseUrl}/v1/operations/${operationId}`,
     requested_action: kind
   })
 
@@ -77,7 +93,7 @@ const make = Effect.gen(function*() {
     requester.idempotencyKey === undefined ? Effect.succeedNone : Effect.gen(function*() {
       const found = yield* idempotency.previous(requester, fingerprint)
       const operationId = Option.flatMapNullable(found, (key) => key.operation_id)
-      if (Option.isNone(operationId)) return Option.none<AcceptedChange>()
+      if (Option.isNone(operationId)) return Option.none<Accepted>()
       const original = yield* operations.find(operationId.value)
       return Option.map(original, (row) => accepted(row.id, row.machine_id, row.kind))
     })
@@ -125,7 +141,7 @@ const make = Effect.gen(function*() {
    * machine once the accept is on disk.
    */
   const afterCommit = <E>(
-    effect: Effect.Effect<{ answer: AcceptedChange; fresh: boolean }, E, SqlClient.SqlClient>,
+    effect: Effect.Effect<{ answer: Accepted; fresh: boolean }, E, SqlClient.SqlClient>,
     organizationId: string
   ) =>
     Effect.tap(
@@ -142,7 +158,7 @@ const make = Effect.gen(function*() {
     ).pipe(Effect.map(({ answer }) => answer))
 
   return {
-    create: <E = never>(requester: Requester, body: CreateMachineRequest, origin?: Origin<E>) => {
+    create: <E = never>(requester: Requester, body: NewMachine, origin?: Origin<E>) => {
       const fingerprint = origin?.fingerprint ?? sha256(`POST /v1/machines ${canonicalJson(body)}`)
       const kind = origin?.kind ?? "create"
       return afterCommit(
@@ -243,9 +259,20 @@ const make = Effect.gen(function*() {
           return { answer: accepted(operationId, machineId, kind), fresh: true }
         }),
         requester.organizationId
+      ).pipe(
+        // A forced stop or a delete does not wait behind what the machine has queued or is stuck on:
+        // what was accepted before it is cancelled (the operations say so), so it runs next.
+        Effect.tap((answer) =>
+          kind === "delete" || (kind === "stop" && request.force === true)
+            ? supervisor.cancelAhead(machineId, answer.operation_id)
+            : Effect.void
+        )
       )
     },
 
+    /** A page of the organization's machines in creation order, optionally of one state. */
+    page: (organizationId: string, limit: number, cursor: string | null, state: string | null) =>
+      paginate(limit, (limit) => machines.page(organizationId, { limit, after: cursor, state }), (row) => row.id),
     find: (organizationId: string, machineId: string) =>
       Effect.flatMap(machines.findIn(organizationId, machineId), (found) =>
         Option.match(found, {

@@ -8,25 +8,7 @@ import { Endpoint } from "../kernel/http/Endpoint.js"
 import { ResourceNotFound } from "../kernel/http/Errors.js"
 import { pageFields } from "../kernel/http/Pagination.js"
 import { policy } from "../kernel/http/Policy.js"
-
-export const ExecResult = Schema.Struct({
-  exit_code: Schema.Int,
-  stdout_base64: Schema.String,
-  stderr_base64: Schema.String,
-  timed_out: Schema.Boolean,
-  cancelled: Schema.Boolean,
-  truncated: Schema.Boolean
-})
-export type ExecResult = typeof ExecResult.Type
-
-export const FileRange = Schema.Struct({
-  path: Schema.String,
-  offset: Schema.Int,
-  size: Schema.Int,
-  data_base64: Schema.String,
-  missing: Schema.Boolean
-})
-export type FileRange = typeof FileRange.Type
+import { ExecResult, FileRange } from "../runtime/Outcome.js"
 
 export const OperationDto = Schema.Struct({
   id: Uuid,

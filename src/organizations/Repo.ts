@@ -44,7 +44,7 @@ const make = Effect.gen(function*() {
           VALUES (${id}, ${ownerId}, 'owner', ${now})`
         return { id, name, created_at: now } satisfies OrganizationRow
       }).pipe(sql.withTransaction, Effect.orDie),
-    // Every request in an organization runs this one (prepared: src/persistence/Sqlite.ts).
+    // Every request in an organization runs this one (prepared: src/kernel/sql/Sqlite.ts).
     membership: (organizationId: string, userId: string) =>
       prepared.first<MembershipRow>(
         "SELECT * FROM memberships WHERE organization_id = ? AND user_id = ?",

@@ -8,36 +8,12 @@ import { Clock, type Context, Effect, Exit, Option } from "effect"
 import type { DriverError, MachineDriverShape, MachineSpec, NotRunning } from "../drivers/MachineDriver.js"
 import { conflictOf, type MachineConflict, makesMachine } from "../kernel/domain/MachineStates.js"
 import { type ExposedPort, findPort, parsePorts, portsJson, withoutPort, withPort } from "../kernel/domain/Ports.js"
-import type { ExecResult, FileRange } from "../operations/Api.js"
 import { fillSourceOf, type SnapshotWork } from "../snapshots/store/SnapshotWork.js"
 import { OutputCollector } from "./ExecOutput.js"
 import type { MachinePatch, MachineRow } from "./MachinesRepo.js"
 import type { OperationRow } from "./OperationsRepo.js"
-
-export type Outcome =
-  | {
-    readonly status: "succeeded"
-    readonly unchanged: boolean
-    readonly machine: MachinePatch
-    readonly execResult?: ExecResult
-    readonly fileRanges?: ReadonlyArray<FileRange>
-    readonly also?: Settles
-  }
-  | {
-    readonly status: "failed"
-    readonly errorCode: string
-    readonly machine?: MachinePatch
-    readonly execResult?: ExecResult
-    readonly also?: Settles
-  }
-  | { readonly status: "correlation_miss"; readonly machine?: MachinePatch }
-  | { readonly status: "uncertain"; readonly reason: string }
-
-/**
- * Rows other than the machine's that settle with the operation, in the same transaction (a
- * snapshot's row becomes `ready` exactly when its push succeeds). Run by the actor, not here.
- */
-export type Settles = Effect.Effect<void>
+import type { ExecResult, FileRange, Outcome } from "./Outcome.js"
+import type { DecodedRequest } from "./Requests.js"
 
 /** What an exec-like step reports while it runs. */
 export interface ExecHooks {
@@ -54,7 +30,7 @@ export interface ExecHooks {
 
 /**
  * The services an operation is carried out with. Handed over as an argument, not through the
- * context: providing them per operation copied the actor's whole context (some 47 services) twice.
+ * context: providing them per operation copied the actor's whole context twice (docs/benchmarks.md).
  */
 export interface Workers {
   readonly driver: MachineDriverShape
@@ -128,19 +104,20 @@ const runOnce = (
     return result
   })
 
-const needs = (operation: OperationRow, machine: MachineRow) =>
+/** The conflict that keeps this operation from running on the machine as it is now, if any. */
+const conflictNow = (operation: OperationRow, machine: MachineRow) =>
   makesMachine(operation.kind) ? undefined : conflictOf(operation.kind, machine.state)
 
 export const apply = (
   operation: OperationRow,
+  decoded: DecodedRequest,
   machine: MachineRow,
   hooks: ExecHooks,
   { driver, snapshots }: Workers
 ): Effect.Effect<Outcome> =>
   Effect.gen(function*() {
-    const request = JSON.parse(operation.request) as Record<string, any>
     const spec = specOf(machine, hooks.env)
-    const conflict = needs(operation, machine)
+    const conflict = conflictNow(operation, machine)
     if (conflict !== undefined) return failed(conflict)
     const now = yield* Clock.currentTimeMillis
 
@@ -150,17 +127,18 @@ export const apply = (
       return seen.running && seen.bootId === bootId ? Option.some(bootId) : Option.none()
     })
 
-    switch (operation.kind) {
+    switch (decoded.kind) {
       case "fork":
       case "restore":
       case "create": {
-        const source = fillSourceOf(operation.kind, request)
+        const { request } = decoded
+        const source = fillSourceOf(decoded.kind, request)
         if (source !== undefined) {
           const refused = yield* snapshots.fill(source, machine, hooks.onProgress)
           if (Option.isSome(refused)) return failed(refused.value, { state: "failed" })
         }
         yield* driver.create(spec)
-        if (request.start !== true) {
+        if (!request.start) {
           return outcome({ status: "succeeded", unchanged: false, machine: { state: "stopped" } })
         }
         const booted = yield* boot
@@ -193,17 +171,18 @@ export const apply = (
         })
       }
       case "stop": {
+        const { request } = decoded
         const seen = yield* driver.observe(machine.id)
         const stopped: MachinePatch = {
           state: "stopped",
           boot_id: null,
           stopped_at: now,
-          last_stop_reason: request.stop_reason ?? "api"
+          last_stop_reason: request.stop_reason
         }
         if (!seen.running) {
           return outcome({ status: "succeeded", unchanged: machine.state === "stopped", machine: stopped })
         }
-        yield* driver.stop(machine.id, { force: request.force === true })
+        yield* driver.stop(machine.id, { force: request.force })
         const after = yield* driver.observe(machine.id)
         return outcome(
           after.running ? { status: "correlation_miss" } : { status: "succeeded", unchanged: false, machine: stopped }
@@ -232,13 +211,14 @@ export const apply = (
         )
       }
       case "exec": {
-        const argv: ReadonlyArray<string> = request.command ?? ["/bin/sh", "-c", request.shell]
+        const { request } = decoded
+        const argv: ReadonlyArray<string> = request.command ?? ["/bin/sh", "-c", request.shell ?? ""]
         const result = yield* runOnce(driver, machine, operation, {
           argv,
           cwd: request.cwd,
           env: request.env,
           stdin: request.stdin_base64 === undefined ? undefined : Buffer.from(request.stdin_base64, "base64"),
-          timeoutSeconds: request.timeout_seconds ?? 300
+          timeoutSeconds: request.timeout_seconds
         }, hooks)
         const activity = { last_activity_at: now }
         return outcome(
@@ -248,7 +228,8 @@ export const apply = (
         )
       }
       case "write_file": {
-        const redirect = request.append === true ? ">>" : ">"
+        const { request } = decoded
+        const redirect = request.append ? ">>" : ">"
         const chmod = typeof request.mode === "string" ? ` && chmod ${request.mode} "$1"` : ""
         const result = yield* runOnce(driver, machine, operation, {
           argv: ["/bin/sh", "-c", `mkdir -p "$(dirname "$1")" && cat ${redirect} "$1"${chmod}`, "write", request.path],
@@ -260,6 +241,7 @@ export const apply = (
           : failed("write_failed")
       }
       case "install_ssh_key": {
+        const { request } = decoded
         // Exit 10: the key is there already. The file is the one an sshd in the machine would read.
         const result = yield* runOnce(driver, machine, operation, {
           argv: [
@@ -277,7 +259,7 @@ printf '%s\\n' "$1" >> "$f" && chmod 600 "$f"`,
         return outcome({ status: "succeeded", unchanged: result.exit_code === 10, machine: {} })
       }
       case "apply_environment": {
-        const version = Number(request.version)
+        const version = decoded.request.version
         return outcome({
           status: "succeeded",
           unchanged: machine.environment_version === version,
@@ -285,7 +267,7 @@ printf '%s\\n' "$1" >> "$f" && chmod 600 "$f"`,
         })
       }
       case "set_internet_access": {
-        const enabled = request.enabled === true ? 1 : 0
+        const enabled = decoded.request.enabled ? 1 : 0
         return outcome({
           status: "succeeded",
           unchanged: machine.internet_access === enabled,
@@ -294,7 +276,7 @@ printf '%s\\n' "$1" >> "$f" && chmod 600 "$f"`,
       }
       case "expose_port": {
         const before = parsePorts(machine.ports)
-        const port: ExposedPort = { port: Number(request.port), public: request.public === true }
+        const port: ExposedPort = { port: decoded.request.port, public: decoded.request.public }
         const existing = findPort(before, port.port)
         return outcome({
           status: "succeeded",
@@ -304,7 +286,7 @@ printf '%s\\n' "$1" >> "$f" && chmod 600 "$f"`,
       }
       case "unexpose_port": {
         const before = parsePorts(machine.ports)
-        const port = Number(request.port)
+        const port = decoded.request.port
         return outcome({
           status: "succeeded",
           unchanged: findPort(before, port) === undefined,
@@ -315,7 +297,7 @@ printf '%s\\n' "$1" >> "$f" && chmod 600 "$f"`,
         return yield* snapshots.push(operation, machine, hooks.onProgress)
       }
       case "read_file": {
-        const requested = request.ranges as ReadonlyArray<{ path: string; offset: number; size: number }>
+        const requested = decoded.request.ranges
         const output = new RangeBuffer()
         yield* driver.exec(machine.id, {
           argv: [
@@ -328,6 +310,7 @@ printf '%s\\n' "$1" >> "$f" && chmod 600 "$f"`,
         }, (stream, chunk) => Effect.sync(() => stream === "stdout" ? output.push(chunk) : undefined))
         const ranges = parseRanges(output.bytes(), requested)
         if (ranges === undefined) return failed("guest_action_failed")
+        if (ranges === "not_a_file") return failed("not_a_file")
         return outcome({ status: "succeeded", unchanged: true, machine: { last_activity_at: now }, fileRanges: ranges })
       }
     }
@@ -372,12 +355,15 @@ class RangeBuffer {
 
 /**
  * Every range of a `read_file` in one exec (one process chain into the machine, not one per range):
- * for each `path offset size` triple it prints `M` for a missing file, or `D <n>` and then the n bytes.
+ * for each `path offset size` triple it prints `M` for a missing file, `N` for something that is
+ * there but is not a file (a directory), or `D <n>` and then the n bytes.
  */
 const readRangesScript = `t=$(mktemp) || exit 1
 while [ $# -ge 3 ]; do
   if [ -f "$1" ]; then
     tail -c +$(($2 + 1)) "$1" | head -c "$3" > "$t"; printf 'D %s\\n' "$(wc -c < "$t")"; cat "$t"
+  elif [ -e "$1" ]; then
+    printf 'N\\n'
   else
     printf 'M\\n'
   fi
@@ -385,11 +371,14 @@ while [ $# -ge 3 ]; do
 done
 rm -f "$t"`
 
-/** The ranges `readRangesScript` printed, in request order; undefined when its output is not whole. */
+/**
+ * The ranges `readRangesScript` printed, in request order; `not_a_file` when a path is a directory
+ * or another non-file; undefined when its output is not whole.
+ */
 const parseRanges = (
   out: Buffer,
   requested: ReadonlyArray<{ path: string; offset: number; size: number }>
-): Array<FileRange> | undefined => {
+): Array<FileRange> | "not_a_file" | undefined => {
   const ranges: Array<FileRange> = []
   let at = 0
   for (const range of requested) {
@@ -397,6 +386,7 @@ const parseRanges = (
     if (end === -1) return undefined
     const header = out.subarray(at, end).toString()
     at = end + 1
+    if (header === "N") return "not_a_file"
     if (header === "M") {
       ranges.push({ path: range.path, offset: range.offset, size: 0, data_base64: "", missing: true })
       continue

@@ -4,21 +4,23 @@
  * only wakes the fiber). No machine waits for another. An actor that dies is restarted alone. On
  * start, what was `running` becomes `uncertain` and every machine with open work is woken.
  */
-import { Cause, Clock, Context, Deferred, Effect, Layer, Option } from "effect"
+import { Cause, Clock, Context, Deferred, Effect, Either, Layer, Option } from "effect"
 import { MachineDriver } from "../drivers/MachineDriver.js"
-import { type MachineState, makesMachine, OperationStatus } from "../kernel/domain/MachineStates.js"
+import { type MachineState, OperationStatus } from "../kernel/domain/MachineStates.js"
 import { Entitlements } from "../kernel/Entitlements.js"
 import { type DomainEvent, DomainEvents } from "../kernel/events/DomainEvents.js"
 import { GroupCommit } from "../kernel/sql/GroupCommit.js"
 import { fillSourceOf, SnapshotWork } from "../snapshots/store/SnapshotWork.js"
-import { apply, type Outcome, specOf, stoppedOnItsOwn } from "./Apply.js"
+import { apply, specOf, stoppedOnItsOwn } from "./Apply.js"
 import { retryDelay } from "./Backoff.js"
 import { OutputCollector } from "./ExecOutput.js"
 import { HostCapacity } from "./HostCapacity.js"
 import { MachineEnvironments } from "./MachineEnvironments.js"
 import { MachinesRepo } from "./MachinesRepo.js"
 import { isTerminal, type OperationRow, OperationsRepo } from "./OperationsRepo.js"
+import { type Outcome } from "./Outcome.js"
 import { project } from "./Projection.js"
+import { type DecodedRequest, decodeRequest } from "./Requests.js"
 
 interface Actor {
   /**
@@ -33,10 +35,14 @@ export interface MachineSupervisorShape {
   /** Tells the machine's actor that work was accepted (starting the actor if it sleeps). */
   readonly wake: (machineId: string) => Effect.Effect<void>
   /**
-   * Cancels an operation: a pending one fails with `cancelled` at once; a running exec is killed and
-   * fails with `cancelled` (its result says so); anything else goes on.
+   * Cancels an operation that has not ended, so that no operation holds a machine's mailbox: a
+   * pending one fails `cancelled` at once; a running exec is killed and fails `cancelled` (its
+   * result says so); any other running or uncertain one ends `correlation_miss` with error_code
+   * `cancelled` (its effect on the host cannot be known), within `cancelGraceSeconds`.
    */
   readonly cancel: (operation: OperationRow) => Effect.Effect<void>
+  /** Cancels every open operation of the machine accepted before `operationId` (a forced stop, a delete). */
+  readonly cancelAhead: (machineId: string, operationId: string) => Effect.Effect<void>
 }
 
 export class MachineSupervisor extends Context.Tag("svc/runtime/MachineSupervisor")<
@@ -54,9 +60,12 @@ const boots: ReadonlySet<string> = new Set(["create", "start", "restart", "fork"
  * on its own meanwhile (a crash, an earlier boot that failed `no_capacity` or was cancelled). A
  * machine that still runs holds its slot already, so `tryAdmit` lets its start through at once.
  */
-const needsSlot = (operation: OperationRow) =>
-  operation.kind === "start" || operation.kind === "restart" ||
-  (makesMachine(operation.kind) && JSON.parse(operation.request).start === true)
+const needsSlot = (decoded: DecodedRequest) =>
+  decoded.kind === "start" || decoded.kind === "restart" ||
+  ((decoded.kind === "create" || decoded.kind === "fork" || decoded.kind === "restore") && decoded.request.start)
+
+/** How long a cancelled operation other than an exec may still run before it is interrupted. */
+export const cancelGraceSeconds = 10
 
 /** The bus event of a machine that settled in `state`, if it has one. */
 const machineEventOf = (state: MachineState | undefined) => {
@@ -169,7 +178,7 @@ const make = Effect.gen(function*() {
         const machinePatch = outcome.machine ?? {}
         if (outcome.status !== "correlation_miss" && outcome.also !== undefined) yield* outcome.also
         yield* machines.update(operation.machine_id, { ...machinePatch, updated_at: now })
-        const errorCode = outcome.status === "failed" ? outcome.errorCode : null
+        const errorCode = outcome.status === "succeeded" ? null : outcome.errorCode ?? null
         const result = outcome.status === "succeeded" || outcome.status === "failed"
           ? JSON.stringify({
             exec_result: outcome.execResult ?? null,
@@ -249,12 +258,13 @@ const make = Effect.gen(function*() {
    * A boot that waited too long fails `no_capacity`. A machine created with `start` still gets its
    * disk and is left stopped, as if created without it, so a later start finds it whole.
    */
-  const noCapacity = (operation: OperationRow) =>
+  const noCapacity = (operation: OperationRow, decoded: DecodedRequest) =>
     Effect.gen(function*() {
       const outcome = { status: "failed", errorCode: "no_capacity" } as const
       const machine = yield* machines.find(operation.machine_id)
-      if (!makesMachine(operation.kind) || Option.isNone(machine)) return outcome
-      const source = fillSourceOf(operation.kind, JSON.parse(operation.request))
+      if (!(decoded.kind === "create" || decoded.kind === "fork" || decoded.kind === "restore")) return outcome
+      if (Option.isNone(machine)) return outcome
+      const source = fillSourceOf(decoded.kind, decoded.request)
       const filled = source !== undefined
         ? yield* Effect.either(snapshotWork.fill(source, machine.value, () => Effect.void))
         : undefined
@@ -265,17 +275,50 @@ const make = Effect.gen(function*() {
       return { ...outcome, machine: { state: created._tag === "Right" ? "stopped" : "failed" } as const }
     })
 
+  /**
+   * A cancelled operation whose effect on the host cannot be known (it was running or being
+   * retried): `correlation_miss`, "treat as not done", with error_code `cancelled`. Never `failed`,
+   * which promises it did not happen.
+   */
+  const cancelledUnknown = { status: "correlation_miss", errorCode: "cancelled" } as const
+
+  /**
+   * Runs an attempt so that a cancel ends it in bounded time. An exec answers a cancel itself (its
+   * command is killed and it fails `cancelled` with its output); any other kind gets
+   * `cancelGraceSeconds` to finish on its own, then is interrupted (its scoped processes end).
+   */
+  const cancellable = (
+    decoded: DecodedRequest,
+    cancelled: Deferred.Deferred<void>,
+    attempt: Effect.Effect<Outcome>
+  ): Effect.Effect<Outcome> =>
+    decoded.kind === "exec" ? attempt : Effect.raceFirst(
+      attempt,
+      Deferred.await(cancelled).pipe(
+        Effect.zipRight(Effect.sleep(`${cancelGraceSeconds} seconds`)),
+        Effect.as(cancelledUnknown)
+      )
+    )
+
   /** Carries one operation to a terminal status, re-applying it while the outcome is uncertain. */
   const run = (initial: OperationRow) => {
-    const slotted = needsSlot(initial)
+    const request = decodeRequest(initial)
+    const slotted = Either.isRight(request) && needsSlot(request.right)
     return Effect.gen(function*() {
       let attempts = initial.attempt_count
+      if (Either.isLeft(request)) {
+        yield* Effect.logError("operation request does not decode").pipe(
+          Effect.annotateLogs({ operation_id: initial.id, reason: request.left })
+        )
+        return yield* settle(initial, attempts, { status: "failed", errorCode: "invalid_request" })
+      }
+      const decoded = request.right
       const cancelled = yield* Deferred.make<void>()
       cancels.set(initial.id, cancelled)
       if (slotted) {
         const slot = yield* admission(initial, cancelled)
         if (slot === "cancelled") return
-        if (slot === "expired") return yield* settle(initial, attempts, yield* noCapacity(initial))
+        if (slot === "expired") return yield* settle(initial, attempts, yield* noCapacity(initial, decoded))
       }
       while (true) {
         const machine = yield* machines.find(initial.machine_id)
@@ -296,15 +339,19 @@ const make = Effect.gen(function*() {
         const env = !boots.has(initial.kind) || environment_id === null || environment_version === null
           ? {}
           : yield* environments.variables(environment_id, environment_version)
-        const outcome = yield* apply(initial, machine.value, {
-          env,
-          cancelled: Deferred.await(cancelled),
-          earlierOutput: attempts === 1 ? new OutputCollector() : yield* earlierOutput(initial),
-          onOutput: (stream, chunk) =>
-            recordNow(initial, "output", { stream, data_base64: Buffer.from(chunk).toString("base64") }),
-          onProgress: (doneBytes, totalBytes) =>
-            recordNow(initial, "progress", { done_bytes: doneBytes, total_bytes: totalBytes })
-        }, workers)
+        const outcome = yield* cancellable(
+          decoded,
+          cancelled,
+          apply(initial, decoded, machine.value, {
+            env,
+            cancelled: Deferred.await(cancelled),
+            earlierOutput: attempts === 1 ? new OutputCollector() : yield* earlierOutput(initial),
+            onOutput: (stream, chunk) =>
+              recordNow(initial, "output", { stream, data_base64: Buffer.from(chunk).toString("base64") }),
+            onProgress: (doneBytes, totalBytes) =>
+              recordNow(initial, "progress", { done_bytes: doneBytes, total_bytes: totalBytes })
+          }, workers)
+        )
         if (outcome.status !== "uncertain") return yield* settle(initial, attempts, outcome)
         yield* Effect.logWarning("operation uncertain; will re-apply").pipe(
           Effect.annotateLogs({ operation_id: initial.id, reason: outcome.reason, attempt: attempts })
@@ -318,7 +365,12 @@ const make = Effect.gen(function*() {
               recordStatus(published, initial, "uncertain", attempts, null, now)
             ))
         )
-        yield* Effect.sleep(retryDelay(attempts))
+        // A cancel while it waits to be re-applied ends it: its outcome stays unknown.
+        const retry = yield* Effect.raceFirst(
+          Effect.as(Effect.sleep(retryDelay(attempts)), "retry" as const),
+          Effect.as(Deferred.await(cancelled), "cancelled" as const)
+        )
+        if (retry === "cancelled") return yield* settle(initial, attempts, cancelledUnknown)
       }
     }).pipe(
       // One finalizer, not two: each is an uninterruptible region of its own.
@@ -392,23 +444,30 @@ const make = Effect.gen(function*() {
   yield* operations.markInterruptedUncertain
   yield* Effect.forEach(yield* operations.machinesWithOpenWork, wake, { discard: true })
 
+  const cancel = (operation: OperationRow) =>
+    Effect.gen(function*() {
+      yield* persist((published) =>
+        Effect.gen(function*() {
+          const now = yield* Clock.currentTimeMillis
+          if (!(yield* operations.cancelPending(operation.id, now))) return
+          yield* reproject(operation.machine_id)
+          yield* recordStatus(published, operation, "failed", operation.attempt_count, "cancelled", now)
+          yield* record(published, operation, "end", { status: "failed" }, now)
+        })
+      )
+      // A pending boot may wait in the start queue: its actor gives up its place.
+      const running = cancels.get(operation.id)
+      if (running !== undefined) yield* Deferred.succeed(running, undefined)
+    })
+
   return MachineSupervisor.of({
     wake,
-    cancel: (operation) =>
-      Effect.gen(function*() {
-        yield* persist((published) =>
-          Effect.gen(function*() {
-            const now = yield* Clock.currentTimeMillis
-            if (!(yield* operations.cancelPending(operation.id, now))) return
-            yield* reproject(operation.machine_id)
-            yield* recordStatus(published, operation, "failed", operation.attempt_count, "cancelled", now)
-            yield* record(published, operation, "end", { status: "failed" }, now)
-          })
-        )
-        // A pending boot may wait in the start queue: its actor gives up its place.
-        const running = cancels.get(operation.id)
-        if (running !== undefined) yield* Deferred.succeed(running, undefined)
-      })
+    cancel,
+    cancelAhead: (machineId, operationId) =>
+      Effect.flatMap(
+        operations.openBefore(machineId, operationId),
+        (ahead) => Effect.forEach(ahead, cancel, { discard: true })
+      )
   })
 })
 

@@ -28,7 +28,7 @@ export interface MachineRow {
   readonly stopped_at: number | null
   readonly deleted_at: number | null
   readonly last_activity_at: number | null
-  /** The exposed ports, a JSON array of {port, public} (src/domain/Ports.ts). */
+  /** The exposed ports, a JSON array of {port, public} (src/kernel/domain/Ports.ts). */
   readonly ports: string
   /** Automatic snapshots (docs/snapshots.md): how many to keep, or null when off. */
   readonly auto_snapshot_keep?: number | null
@@ -38,7 +38,7 @@ export type MachinePatch = Partial<Omit<MachineRow, "id" | "organization_id" | "
 
 const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  // What every machine request and every operation runs is prepared (src/persistence/Sqlite.ts).
+  // What every machine request and every operation runs is prepared (src/kernel/sql/Sqlite.ts).
   const prepared = yield* Prepared
   return {
     insert: (row: MachineRow) => prepared.insert("machines", row),
@@ -49,11 +49,11 @@ const make = Effect.gen(function*() {
     liveNameTaken: (organizationId: string, name: string, exceptId: string | null) =>
       sql<{ id: string }>`SELECT id FROM machines WHERE organization_id = ${organizationId} AND name = ${name}
         AND state <> 'deleted' AND id <> ${exceptId ?? ""}`.pipe(Effect.map((rows) => rows.length > 0), Effect.orDie),
-    /** A page in creation order; `after` is the last id of the previous page. */
+    /** A page in creation order; `after` is the last id of the previous page. Deleted ones only when asked. */
     page: (organizationId: string, options: { limit: number; after: string | null; state: string | null }) =>
       sql<MachineRow>`SELECT * FROM machines WHERE organization_id = ${organizationId}
         AND id > ${options.after ?? ""}
-        ${options.state === null ? sql`` : sql`AND state = ${options.state}`}
+        ${options.state === null ? sql`AND state <> 'deleted'` : sql`AND state = ${options.state}`}
         ORDER BY id LIMIT ${options.limit}`.pipe(Effect.orDie),
     update: (id: string, patch: MachinePatch) => prepared.updateById("machines", id, patch),
     /** Machines to bring back at start: running ones (timers, adoption). */

@@ -64,7 +64,7 @@ const openStatus = "status IN ('pending', 'running', 'uncertain')"
 
 const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  // What every accept and every operation's run does is prepared (src/persistence/Sqlite.ts).
+  // What every accept and every operation's run does is prepared (src/kernel/sql/Sqlite.ts).
   const prepared = yield* Prepared
   return {
     insert: (row: OperationRow) => prepared.insert("operations", row),
@@ -80,6 +80,14 @@ const make = Effect.gen(function*() {
       prepared.first<OperationRow>(
         `SELECT * FROM operations WHERE machine_id = ? AND ${openStatus} ORDER BY seq LIMIT 1`,
         machineId
+      ),
+    /** The machine's open operations accepted before `operationId`, in order. */
+    openBefore: (machineId: string, operationId: string) =>
+      prepared.all<OperationRow>(
+        `SELECT * FROM operations WHERE machine_id = ? AND ${openStatus}
+          AND seq < (SELECT seq FROM operations WHERE id = ?) ORDER BY seq`,
+        machineId,
+        operationId
       ),
     /** The kinds still to run on the machine, in order (for the projected state). */
     openOps: (machineId: string) =>

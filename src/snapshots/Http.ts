@@ -1,14 +1,17 @@
-/** Snapshots and templates over HTTP: thin, the rules are in src/services/Snapshots.ts. */
+/** Snapshots and templates over HTTP: thin, the rules are in src/snapshots/Snapshots.ts. */
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { Api } from "../Api.js"
-import { iso, isoOrNull } from "../kernel/http/Dto.js"
-import type { SnapshotDto } from "./Api.js"
+import { acceptedChange, iso, isoOrNull } from "../kernel/http/Dto.js"
+import type { SnapshotAccepted as SnapshotAcceptedDto, SnapshotDto } from "./Api.js"
 import type { SnapshotRow } from "./store/SnapshotsRepo.js"
 
+import { AppConfig } from "../kernel/config/AppConfig.js"
 import { currentOrganization, requester } from "../kernel/http/CallerContext.js"
 import { mapPage, paginate } from "../kernel/http/Pagination.js"
-import { Snapshots } from "./Snapshots.js"
+import type { Requester } from "../kernel/sql/Idempotency.js"
+import type { NewMachine } from "../machines/Machines.js"
+import { type SnapshotAccepted, Snapshots } from "./Snapshots.js"
 
 export const snapshotDto = (row: SnapshotRow): SnapshotDto => ({
   id: row.id,
@@ -39,14 +42,43 @@ const pageOf = <E, R>(
     (page) => mapPage(page, snapshotDto)
   )
 
+/** A push or a template save as answered: the operation to follow and the snapshot it makes. */
+const snapshotAccepted = (baseUrl: string) => ({ accepted, snapshot }: SnapshotAccepted): SnapshotAcceptedDto => ({
+  ...acceptedChange(baseUrl)(accepted),
+  snapshot_id: snapshot.id,
+  snapshot_url: `${baseUrl}/v1/snapshots/${snapshot.id}`,
+  status: snapshot.status
+})
+
+/**
+ * The machines group's routes whose rules are the snapshots area's: a new machine from a snapshot
+ * (fork, restore) or from a template (`POST /v1/machines` with `template`).
+ */
+export const machineOrigins = Effect.gen(function*() {
+  const snapshots = yield* Snapshots
+  const accepted = acceptedChange((yield* AppConfig).baseUrl)
+  return {
+    fork: (who: Requester, machineId: string, body: { readonly name: string; readonly start: boolean }) =>
+      Effect.map(snapshots.fork(who, machineId, body), accepted),
+    restore: (
+      who: Requester,
+      machineId: string,
+      body: { readonly name: string; readonly snapshot_id: string | null; readonly start: boolean }
+    ) => Effect.map(snapshots.restore(who, machineId, body), accepted),
+    fromTemplate: (who: Requester, body: NewMachine & { readonly template: string }) =>
+      Effect.map(snapshots.createFromTemplate(who, body), accepted)
+  }
+})
+
 export const SnapshotsHandlers = HttpApiBuilder.group(Api, "snapshots", (handlers) =>
   Effect.gen(function*() {
     const snapshots = yield* Snapshots
+    const accepted = snapshotAccepted((yield* AppConfig).baseUrl)
     const organizationId = Effect.map(currentOrganization, (organization) => organization.id)
     return handlers
       .handle("push", ({ headers, path, payload }) =>
         Effect.flatMap(requester(headers), (who) =>
-          snapshots.push(who, path.id, payload.tier ?? "warm")))
+          Effect.map(snapshots.push(who, path.id, payload.tier ?? "warm"), accepted)))
       .handle("list", ({ path, urlParams }) =>
         Effect.flatMap(organizationId, (org) =>
           pageOf(urlParams, (options) =>
@@ -75,7 +107,7 @@ export const SnapshotsHandlers = HttpApiBuilder.group(Api, "snapshots", (handler
           snapshots.bulkDelete(org, payload.snapshot_ids)))
       .handle("createTemplate", ({ headers, payload }) =>
         Effect.flatMap(requester(headers), (who) =>
-          snapshots.saveTemplate(who, payload.machine_id, payload.name)))
+          Effect.map(snapshots.saveTemplate(who, payload.machine_id, payload.name), accepted)))
       .handle("listTemplates", ({ urlParams }) =>
         Effect.flatMap(organizationId, (org) =>
           pageOf(urlParams, (options) =>

@@ -12,22 +12,33 @@ import { sha256 } from "../kernel/crypto/Tokens.js"
 import { uuidPattern, uuidv7 } from "../kernel/domain/Ids.js"
 import { conflictOf } from "../kernel/domain/MachineStates.js"
 import { type DomainEvent, DomainEvents } from "../kernel/events/DomainEvents.js"
-import type { AcceptedChange } from "../kernel/http/Dto.js"
+import type { Accepted } from "../kernel/http/Dto.js"
 import { ResourceNotFound } from "../kernel/http/Errors.js"
 import { machineConflicts } from "../kernel/http/MachineErrors.js"
 import { canonicalJson, type Requester } from "../kernel/sql/Idempotency.js"
-import type { CreateMachineRequest } from "../machines/Api.js"
-import { Machines, type Origin } from "../machines/Machines.js"
+import { Machines, type NewMachine, type Origin } from "../machines/Machines.js"
 import { type MachineRow, MachinesRepo } from "../runtime/MachinesRepo.js"
 import { isTerminal, OperationsRepo } from "../runtime/OperationsRepo.js"
-import type { DeleteResult, SnapshotAccepted, SnapshotDeleteResults } from "./Api.js"
+/** What deleting one snapshot came to. */
+export type DeleteResult = "deleted" | "not_found" | "pending" | "template"
+
+export interface DeleteResults {
+  readonly deleted: number
+  readonly results: ReadonlyArray<{ readonly snapshot_id: string; readonly result: DeleteResult }>
+}
+
+/** An accepted push or template save, with the snapshot row it made. */
+export interface SnapshotAccepted {
+  readonly accepted: Accepted
+  readonly snapshot: SnapshotRow
+}
 import { NoSnapshot, SnapshotLimitReached, SnapshotPending, TemplateLimitReached, TemplateNameTaken } from "./Errors.js"
 import { readyPatch } from "./store/Manifest.js"
 import { type SnapshotRow, SnapshotsRepo } from "./store/SnapshotsRepo.js"
-import { Store } from "./store/StoreLive.js"
+import { SnapshotStore } from "./store/SnapshotStore.js"
 
 /** The settings a fork or a restore copies from its source machine. */
-const settingsOf = (machine: MachineRow, name: string, start: boolean): CreateMachineRequest => ({
+const settingsOf = (machine: MachineRow, name: string, start: boolean): NewMachine => ({
   name,
   size: machine.size,
   image: machine.image,
@@ -47,7 +58,7 @@ const make = Effect.gen(function*() {
   const machineRows = yield* MachinesRepo
   const operations = yield* OperationsRepo
   const snapshots = yield* SnapshotsRepo
-  const store = yield* Store
+  const store = yield* SnapshotStore
   const bus = yield* DomainEvents
   const runtime = yield* Effect.runtime<never>()
 
@@ -123,18 +134,11 @@ const make = Effect.gen(function*() {
       }
     })
 
-  const acceptedOf = (answer: AcceptedChange) =>
-    Effect.map(snapshots.findByOperation(answer.operation_id), (row): SnapshotAccepted => {
-      const snapshot = Option.getOrThrow(row)
-      return {
-        machine_id: answer.machine_id,
-        operation_id: answer.operation_id,
-        operation_url: answer.operation_url,
-        snapshot_id: snapshot.id,
-        snapshot_url: `${config.baseUrl}/v1/snapshots/${snapshot.id}`,
-        status: snapshot.status
-      }
-    })
+  const acceptedOf = (accepted: Accepted) =>
+    Effect.map(
+      snapshots.findByOperation(accepted.operation_id),
+      (row): SnapshotAccepted => ({ accepted, snapshot: Option.getOrThrow(row) })
+    )
 
   const newRow = (
     requester: Requester,
@@ -204,7 +208,7 @@ const make = Effect.gen(function*() {
       return deleteResults(results)
     })
 
-  const deleteResults = (results: SnapshotDeleteResults["results"]): SnapshotDeleteResults => ({
+  const deleteResults = (results: DeleteResults["results"]): DeleteResults => ({
     deleted: results.filter((r) => r.result === "deleted").length,
     results
   })
@@ -237,7 +241,7 @@ const make = Effect.gen(function*() {
     machineId: string,
     kind: "fork" | "restore",
     body: { name: string; start: boolean },
-    resolve: (machine: MachineRow, settings: CreateMachineRequest) => Origin<E>["resolve"]
+    resolve: (machine: MachineRow, settings: NewMachine) => Origin<E>["resolve"]
   ) =>
     Effect.gen(function*() {
       const machine = yield* machines.find(requester.organizationId, machineId)
@@ -330,7 +334,7 @@ const make = Effect.gen(function*() {
         })),
 
     /** `POST /v1/machines` with `template`: a new machine whose disk is the template's. */
-    createFromTemplate: (requester: Requester, body: CreateMachineRequest & { readonly template: string }) =>
+    createFromTemplate: (requester: Requester, body: NewMachine & { readonly template: string }) =>
       machines.create(requester, body, {
         kind: "create",
         fingerprint: sha256(`POST /v1/machines ${canonicalJson(body)}`),

@@ -5,7 +5,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { buildBundle, bundle, destroyMachines, run, serve } from "../support/Binary.js"
+import { buildBundle, bundle, destroyMachines, kill, run, serve } from "../support/Binary.js"
 import { request } from "../support/Http.js"
 import { eventually } from "../support/Machines.js"
 import { freePort, tempDir } from "../support/TestServer.js"
@@ -58,6 +58,44 @@ describe("svc binary", () => {
       }),
     60_000
   )
+
+  it.scoped(
+    "a second svc on the same data dir refuses with one line naming the first; after a kill -9 it starts",
+    () =>
+      Effect.gen(function*() {
+        const dataDir = yield* tempDir
+        const env = { SVC_DATA_DIR: dataDir, SVC_RUNTIME: "process" }
+        const first = yield* serve({ ...env, SVC_PORT: String(yield* freePort) })
+        const second = yield* run(["serve"], { ...env, SVC_PORT: String(yield* freePort) })
+        assert.strictEqual(second.code, 1)
+        assert.strictEqual(
+          second.stderr,
+          `svc: the data dir ${dataDir} is in use by another svc process (pid ${first.pid}); ` +
+            "stop it first or start this one with another --data-dir\n"
+        )
+        // The lock is the kernel's: it goes with the process, so nothing stale stops the next start.
+        yield* kill(first)
+        yield* serve({ ...env, SVC_PORT: String(yield* freePort) })
+      }),
+    60_000
+  )
+
+  it.scoped("a port in use stops the start with one clear line", () =>
+    Effect.gen(function*() {
+      const port = yield* freePort
+      yield* serve({ SVC_DATA_DIR: yield* tempDir, SVC_RUNTIME: "process", SVC_PORT: String(port) })
+      const second = yield* run(["serve"], {
+        SVC_DATA_DIR: yield* tempDir,
+        SVC_RUNTIME: "process",
+        SVC_PORT: String(port)
+      })
+      assert.strictEqual(second.code, 1)
+      // The process driver's warning comes first; the refusal is the last line.
+      assert.strictEqual(
+        second.stderr.split("\n").at(-2),
+        `svc: 127.0.0.1:${port} is already in use; stop what listens there or choose another with --port or SVC_PORT`
+      )
+    }), 60_000)
 
   it.effect("a malformed setting stops the start with one line naming the variable", () =>
     Effect.gen(function*() {

@@ -124,6 +124,12 @@ describe("machines", () => {
         ["", 0, true],
         [bytes.subarray(500).toString("base64"), 12, false]
       ])
+      // A directory is not a missing file: the read fails and says why.
+      const folder = yield* change(api, "POST", `/v1/machines/${id}/files/read`, {
+        ranges: [{ path: "/workspace/dir" }]
+      })
+      assert.strictEqual(folder.status, "failed")
+      assert.strictEqual(folder.error_code, "not_a_file")
     }))
 
   it.scopedLive("idempotency: same key and body replays, different body conflicts, concurrent requests make one", () =>
@@ -183,6 +189,11 @@ describe("machines", () => {
       assert.strictEqual((yield* settled(api, deleted.body.operation_id)).status, "succeeded")
       const gone = (yield* api("GET", `/v1/machines/${id}`)).body
       assert.strictEqual(gone.state, "deleted")
+      // The list leaves deleted machines out unless they are asked for.
+      const listed = (yield* api("GET", "/v1/machines")).body.items.map((m: any) => m.id)
+      assert.notInclude(listed, id)
+      const deletedOnes = (yield* api("GET", "/v1/machines?state=deleted")).body.items.map((m: any) => m.id)
+      assert.include(deletedOnes, id)
       // The name is free again once the machine is deleted.
       const reuse = yield* api("POST", "/v1/machines", { json: { name: "idle", start: false } })
       assert.strictEqual(reuse.status, 202)

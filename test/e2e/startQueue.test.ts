@@ -167,7 +167,7 @@ describe("start queue", () => {
       yield* api("POST", `/v1/operations/${created.body.operation_id}/cancel`)
       const id = created.body.machine_id
       assert.strictEqual((yield* api("GET", `/v1/machines/${id}`)).body.state, "creating")
-      // Machines and agents answer by the one rule (src/domain/MachineStates.ts conflictOf).
+      // Machines and agents answer by the one rule (src/kernel/domain/MachineStates.ts conflictOf).
       const exec = yield* api("POST", `/v1/machines/${id}/exec`, { json: { shell: "true" } })
       const prompt = yield* api("POST", `/v1/machines/${id}/agents/prompt`, {
         json: { provider: "claude_code", text: "hi" }

@@ -8,7 +8,7 @@ import * as NodeCrypto from "node:crypto"
 import * as NodeFs from "node:fs"
 import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
-import { SnapshotStore } from "../../src/snapshots/store/Store.js"
+import { ChunkStore } from "../../src/snapshots/store/ChunkStore.js"
 import { walk } from "../../src/snapshots/store/Tree.js"
 
 const dirs: Array<string> = []
@@ -69,7 +69,7 @@ const same = async (restored: string, source: string) => {
   await sameTimes(restored, source)
 }
 
-const open = () => new SnapshotStore(NodePath.join(tempDir(), "snapshots")).open()
+const open = () => new ChunkStore(NodePath.join(tempDir(), "snapshots")).open()
 
 describe("snapshot store", () => {
   it("a restore gives back exactly what was pushed; pushing again is answered from the manifest", async () => {
@@ -166,7 +166,7 @@ describe("snapshot store", () => {
     NodeFs.mkdirSync(NodePath.dirname(store.chunkPath("warm", hash)), { recursive: true })
     NodeFs.writeFileSync(store.chunkPath("warm", hash), orphan)
     NodeFs.writeFileSync(NodePath.join(store.tmp, "half-written"), "x")
-    const reopened = await new SnapshotStore(store.root).open()
+    const reopened = await new ChunkStore(store.root).open()
     assert.deepStrictEqual(NodeFs.readdirSync(reopened.tmp), [])
     assert.deepStrictEqual(await reopened.collect(async () => new Set(["s1"])), {
       manifests: 0,

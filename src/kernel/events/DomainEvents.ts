@@ -7,7 +7,7 @@
  * today follow a few events of a few kinds, and being woken for every event of every operation to
  * pass over it cost each of them runtime steps per event.
  * SSE readers of one operation do not subscribe: they listen to that operation's wake-ups only
- * (src/events/Wakeups.ts) and read the persisted history, so they miss nothing.
+ * (src/kernel/events/Wakeups.ts) and read the persisted history, so they miss nothing.
  */
 import { Context, Effect, Layer, Queue, type Scope } from "effect"
 import type { OperationKind } from "../domain/MachineStates.js"

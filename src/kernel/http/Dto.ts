@@ -28,6 +28,19 @@ export const AcceptedChange = Schema.Struct({
 
 export type AcceptedChange = typeof AcceptedChange.Type
 
+/** What an accepting service answers; the route adds where to follow it. */
+export interface Accepted {
+  readonly operation_id: string
+  readonly machine_id: string
+  readonly requested_action: string
+}
+
+export const acceptedChange = (baseUrl: string) => (accepted: Accepted): AcceptedChange => ({
+  ...accepted,
+  status: "pending",
+  operation_url: `${baseUrl}/v1/operations/${accepted.operation_id}`
+})
+
 export const EventStream = Schema.String.pipe(
   HttpApiSchema.withEncoding({ kind: "Text", contentType: "text/event-stream" })
 )

@@ -12,7 +12,7 @@ import {
 /** Every route that accepts work: an unknown machine, a reused key, a host that cannot run machines now. */
 export const acceptErrors = [ResourceNotFound, IdempotencyConflict, RuntimeUnavailable] as const
 
-/** A route that needs a running machine (src/domain/MachineStates.ts `conflictOf`). */
+/** A route that needs a running machine (src/kernel/domain/MachineStates.ts `conflictOf`). */
 export const notRunningErrors = [MachineNotRunning, MachineNotCreated, MachineDeleted] as const
 
 /** Every state conflict a machine change can answer. */

@@ -2,12 +2,12 @@
  * Server-sent event responses of persisted history then live, shared by operation and agent events.
  * The history is read before anything is followed: a stream that has ended already (the common
  * case for a client that comes late) is answered as one body, with nothing followed. Else the
- * response body is a Node stream that listens to its key's wake-ups (src/events/Wakeups.ts) and
+ * response body is a Node stream that listens to its key's wake-ups (src/kernel/events/Wakeups.ts) and
  * reads the database again at each, writing what one read found as one chunk.
  *
- * Why a Node stream and callbacks rather than an Effect `Stream`: a live stream of an exec of
- * `true` cost about 960 runtime steps in the Stream's channels and the platform's per-chunk loop,
- * two thirds of what accepting and carrying out the exec cost. Here each read runs as one short
+ * Why a Node stream and callbacks rather than an Effect `Stream`: a live stream of an exec cost
+ * more runtime steps in the Stream's channels and the platform's per-chunk loop than accepting and
+ * carrying out the exec (docs/benchmarks.md). Here each read runs as one short
  * fiber, and the platform pipes the body into the response. The body is pulled: nothing is read
  * while the client does not take what was written (the socket's back-pressure).
  */
@@ -59,8 +59,8 @@ class EventBody extends Readable {
 /**
  * Pushes the last frames and the body's end with the response corked, so that they and the
  * response's end (its last chunk) leave in one write. Uncorked, the frames went out in one write
- * and the end one tick later in another: about 0.25 ms later, and a second send, which on this
- * host costs more than anything else in the response (a wake of the client on another CPU).
+ * and the end one tick later in another, and a second send costs more than anything else in the
+ * response (a wake of the client on another CPU).
  * The response's `end()` uncorks it whole; the tick after is only for a body not flowing then.
  */
 const endWith = (body: EventBody, frames: string) => {

@@ -3,27 +3,13 @@
  * file per message, the embedded default and what tests read), SMTP through nodemailer, or off.
  * Callers never learn which; they see `available` and a `send` that fails with `MailSendFailed`.
  */
-import { Context, Data, Effect, Layer } from "effect"
+import { Context, Effect, Layer } from "effect"
 import { AppConfig } from "../config/AppConfig.js"
 import { outboxTransport } from "./OutboxTransport.js"
 import { smtpTransport } from "./SmtpTransport.js"
+import { type MailMessage, MailSendFailed, type Transport } from "./Transport.js"
 
-export interface MailMessage {
-  readonly to: string
-  readonly subject: string
-  readonly text: string
-  readonly html?: string
-  readonly headers?: Readonly<Record<string, string>>
-}
-
-/** A message with its sender, as a transport delivers it. */
-export interface Envelope extends MailMessage {
-  readonly from: string
-}
-
-export class MailSendFailed extends Data.TaggedError("MailSendFailed")<{ readonly cause: unknown }> {}
-
-export type Transport = (envelope: Envelope) => Effect.Effect<void, MailSendFailed>
+export { type Envelope, type MailMessage, MailSendFailed, type Transport } from "./Transport.js"
 
 export interface MailShape {
   /** False when `SVC_MAIL=off`: nothing can be sent. */

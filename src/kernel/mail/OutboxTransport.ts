@@ -7,7 +7,7 @@ import { Effect } from "effect"
 import * as NodeFs from "node:fs/promises"
 import * as NodePath from "node:path"
 import { uuidv7 } from "../domain/Ids.js"
-import { MailSendFailed, type Transport } from "./Mail.js"
+import { MailSendFailed, type Transport } from "./Transport.js"
 
 export const outboxTransport = (dir: string) =>
   Effect.tryPromise({

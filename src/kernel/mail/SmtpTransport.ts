@@ -4,7 +4,7 @@
  */
 import { Effect, Redacted } from "effect"
 import * as Nodemailer from "nodemailer"
-import { MailSendFailed, type Transport } from "./Mail.js"
+import { MailSendFailed, type Transport } from "./Transport.js"
 
 const timeoutMillis = 30_000
 

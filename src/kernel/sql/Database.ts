@@ -1,9 +1,9 @@
 /**
  * The one SqlClient of the process: SQLite through better-sqlite3 (WAL, foreign keys, a busy timeout
  * so that `svc admin bootstrap` can write while the server runs, and commits flushed to disk before
- * anyone is answered: src/persistence/Durability.ts), with the
+ * anyone is answered: src/kernel/sql/Durability.ts), with the
  * migrations of `schema/migrations` applied before anything else uses it. The same connection is
- * also `Prepared`, the direct path for hot statements (src/persistence/Sqlite.ts).
+ * also `Prepared`, the direct path for hot statements (src/kernel/sql/Sqlite.ts).
  */
 import { SqlClient } from "@effect/sql"
 import * as Migrator from "@effect/sql/Migrator"

@@ -4,7 +4,7 @@
  * flushed (`fdatasync`) here, on libuv's thread pool, while the event loop goes on. Whoever answers
  * for a commit waits for a flush that started after it (`syncThrough`), so every answer still comes
  * after its writes are durable, as with `synchronous=FULL`, without the event loop standing still
- * for the disk (about 1 ms per commit here, three commits per exec).
+ * for the disk at every commit.
  *
  * Flushes are shared: one flush covers every commit made before it started, and the callers that
  * arrive while it runs share the next one.

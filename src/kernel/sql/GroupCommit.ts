@@ -10,7 +10,7 @@
  *
  * Each job's savepoint is released when the job ends. `sql.withTransaction` never releases its
  * savepoints, so a batch of N jobs nested N savepoints deep, and SQLite copied every page a job
- * touched into each level's sub-journal: inserts cost 2-3 times as much as in a flat transaction.
+ * touched into each level's sub-journal, which made inserts much dearer than in a flat transaction.
  */
 import { SqlClient } from "@effect/sql"
 import { Context, Deferred, Effect, Exit, FiberId, FiberRef, Layer } from "effect"
@@ -61,7 +61,7 @@ export class GroupCommit extends Context.Tag("svc/persistence/GroupCommit")<Grou
       const durability = yield* Durability
       // The jobs waiting for the next batch, and the committer's wake-up while it waits for one.
       // A plain array rather than a Queue: taking a batch from a Queue (take, then takeUpTo) cost
-      // about 18 runtime steps, on the path of every accept, claim and settle.
+      // runtime steps on the path of every accept, claim and settle.
       const waiting: Array<Job> = []
       let wake: (() => void) | undefined
 
@@ -87,7 +87,7 @@ export class GroupCommit extends Context.Tag("svc/persistence/GroupCommit")<Grou
 
       /**
        * A job alone in its batch (most of them when the host is not busy) runs without a savepoint:
-       * the transaction is its own and rolls back with it. Two statements less per job, about 50 us.
+       * the transaction is its own and rolls back with it: two statements less per job.
        */
       const runAlone = (job: Job) =>
         Effect.flatMap(Effect.exit(job.run), (exit) => {

@@ -24,7 +24,7 @@ export interface KeyRow {
 }
 
 const make = Effect.gen(function*() {
-  // Every accept that carries a key runs these (prepared: src/persistence/Sqlite.ts).
+  // Every accept that carries a key runs these (prepared: src/kernel/sql/Sqlite.ts).
   const prepared = yield* Prepared
   return {
     find: (organizationId: string, key: string) =>

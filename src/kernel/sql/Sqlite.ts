@@ -6,11 +6,11 @@
  * - as `Prepared`: a prepared statement run with `Effect.sync`, for the statements every request
  *   and every operation runs (authentication, accepts, the machine actors).
  *
- * Why not `SqliteClient.layer` as is: through it one statement cost about 35 us against 2 us for
- * the same prepared statement called directly (a span, `Effect.scoped`, the semaphore, and a prepare
- * cache that is an Effect `Cache` with a TTL hashing the SQL text), and an accept with its actor's
- * work runs about twenty. This is the package's own connection with a plain `Map` of prepared
- * statements instead of that cache, plus the direct path.
+ * Why not `SqliteClient.layer` as is: through it a statement cost many times the prepared statement
+ * called directly (a span, `Effect.scoped`, the semaphore, and a prepare cache that is an Effect
+ * `Cache` with a TTL hashing the SQL text; figures in docs/benchmarks.md), and an accept with its
+ * actor's work runs some twenty. This is the package's own connection with a plain `Map` of
+ * prepared statements instead of that cache, plus the direct path.
  *
  * Both ways share one lock, so they see one connection as `SqliteClient` does: a statement outside
  * a transaction waits while another fiber holds a transaction open (it never runs inside a
@@ -18,7 +18,7 @@
  * included) runs inside it.
  *
  * A file's connection commits with `synchronous=NORMAL` and flushes its log itself, off the event
- * loop (`Durability`, src/persistence/Durability.ts): every statement that ends a commit numbers it
+ * loop (`Durability`, src/kernel/sql/Durability.ts): every statement that ends a commit numbers it
  * and records the number in its fiber (`LastCommit`), for whoever answers to wait on.
  */
 import * as Reactivity from "@effect/experimental/Reactivity"
@@ -263,8 +263,8 @@ const make = (filename: string) =>
     /**
      * The context a transaction's statements run in: the caller's with this connection as the
      * transaction's. Made once per caller's context, not per transaction: the group commit's fiber
-     * asks with the same one every time, and a copy of its whole context (some 47 services) per
-     * batch, three batches per exec, showed in the allocation profile.
+     * asks with the same one every time, and a copy of its whole context per batch showed in the
+     * allocation profile.
      */
     let outerContext: Context.Context<never> | undefined
     let innerContext: Context.Context<never> = Context.empty()

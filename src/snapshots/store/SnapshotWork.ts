@@ -9,16 +9,15 @@ import { Clock, Context, Effect, Layer, Option, Runtime } from "effect"
 import * as NodeFs from "node:fs/promises"
 import * as NodePath from "node:path"
 import { DriverError, MachineDriver } from "../../drivers/MachineDriver.js"
-import type { OperationKind } from "../../kernel/domain/MachineStates.js"
-import type { Outcome } from "../../runtime/Apply.js"
 import type { MachineRow } from "../../runtime/MachinesRepo.js"
 import { MachinesRepo } from "../../runtime/MachinesRepo.js"
 import type { OperationRow } from "../../runtime/OperationsRepo.js"
+import type { Outcome } from "../../runtime/Outcome.js"
+import { CorruptChunk, NoManifest } from "./ChunkStore.js"
 import { syncFileSystem } from "./Fsync.js"
 import { readyPatch } from "./Manifest.js"
 import { SnapshotsRepo } from "./SnapshotsRepo.js"
-import { CorruptChunk, NoManifest } from "./Store.js"
-import { Store } from "./StoreLive.js"
+import { SnapshotStore } from "./SnapshotStore.js"
 import { copyTree, removeTree } from "./Tree.js"
 
 type ProgressHook = (doneBytes: number, totalBytes: number) => Effect.Effect<void>
@@ -26,13 +25,16 @@ type ProgressHook = (doneBytes: number, totalBytes: number) => Effect.Effect<voi
 /** What a fork, a restore or a machine made from a template names as its source (its decoded request). */
 export interface FillSource {
   readonly kind: "create" | "fork" | "restore"
-  readonly source_machine_id?: string
-  readonly snapshot_id?: string
-  readonly template_snapshot_id?: string
+  readonly source_machine_id?: string | undefined
+  readonly snapshot_id?: string | undefined
+  readonly template_snapshot_id?: string | undefined
 }
 
 /** A fork, a restore or a machine made from a template gets its disk from its source first. */
-export const fillSourceOf = (kind: OperationKind, request: Record<string, unknown>): FillSource | undefined =>
+export const fillSourceOf = (
+  kind: "create" | "fork" | "restore",
+  request: Omit<FillSource, "kind">
+): FillSource | undefined =>
   kind === "fork" || kind === "restore" || (kind === "create" && typeof request.template_snapshot_id === "string")
     ? { ...request, kind }
     : undefined
@@ -56,7 +58,7 @@ const throttled = (hook: ProgressHook) =>
   })
 
 const make = Effect.gen(function*() {
-  const store = yield* Store
+  const store = yield* SnapshotStore
   const snapshots = yield* SnapshotsRepo
   const machines = yield* MachinesRepo
   const driver = yield* MachineDriver

@@ -1,4 +1,4 @@
-/** The bus (src/events/DomainEvents.ts): a subscriber receives the events it follows, and only those. */
+/** The bus (src/kernel/events/DomainEvents.ts): a subscriber receives the events it follows, and only those. */
 import { assert, describe, it } from "@effect/vitest"
 import { Chunk, Effect, Exit, Queue, Scope } from "effect"
 import { type DomainEvent, DomainEvents } from "../../../src/kernel/events/DomainEvents.js"

@@ -1,4 +1,4 @@
-/** Keyed wake-ups (src/events/Wakeups.ts): a watch completes for news of its own key only. */
+/** Keyed wake-ups (src/kernel/events/Wakeups.ts): a watch completes for news of its own key only. */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Fiber, Option, Scope } from "effect"
 import { makeWakeups } from "../../../src/kernel/events/Wakeups.js"

@@ -1,5 +1,5 @@
 /**
- * SSE responses of history then live (src/http/EventStreams.ts), with a scripted read: what is
+ * SSE responses of history then live (src/kernel/http/EventStreams.ts), with a scripted read: what is
  * written, when the reader waits for news, and when it needs no watch at all.
  */
 import { assert, describe, it } from "@effect/vitest"

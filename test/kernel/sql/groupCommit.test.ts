@@ -1,6 +1,6 @@
 /**
  * The group commit: `transaction` answers once its writes are durable (committed, and the log flushed
- * by src/persistence/Durability.ts); `applied` answers as soon as its job ran, before the flush. A second
+ * by src/kernel/sql/Durability.ts); `applied` answers as soon as its job ran, before the flush. A second
  * connection to the same file is the outside observer (what a restarted svc would find). Jobs that
  * share a commit still succeed and fail alone, and a job may open transactions of its own.
  */

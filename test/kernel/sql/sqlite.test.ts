@@ -1,5 +1,5 @@
 /**
- * The connection's two ways in (src/persistence/Sqlite.ts): a prepared statement run directly must
+ * The connection's two ways in (src/kernel/sql/Sqlite.ts): a prepared statement run directly must
  * behave as a SqlClient statement would, inside and outside transactions.
  */
 import { SqlClient } from "@effect/sql"

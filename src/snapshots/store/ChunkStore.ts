@@ -61,7 +61,7 @@ export interface PushRequest {
   readonly now: number
 }
 
-export class SnapshotStore {
+export class ChunkStore {
   readonly chunks: string
   readonly manifests: string
   readonly tmp: string

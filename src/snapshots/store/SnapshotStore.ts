@@ -6,18 +6,18 @@
 import { Context, Effect, Layer } from "effect"
 import * as NodePath from "node:path"
 import { AppConfig } from "../../kernel/config/AppConfig.js"
+import { ChunkStore } from "./ChunkStore.js"
 import { SnapshotsRepo } from "./SnapshotsRepo.js"
-import { SnapshotStore } from "./Store.js"
 
-export class Store extends Context.Tag("svc/snapshots/Store")<Store, SnapshotStore>() {
+export class SnapshotStore extends Context.Tag("svc/snapshots/SnapshotStore")<SnapshotStore, ChunkStore>() {
   static readonly layer = Layer.effect(
-    Store,
+    SnapshotStore,
     Effect.gen(function*() {
       const config = yield* AppConfig
       const snapshots = yield* SnapshotsRepo
       const live = yield* snapshots.allIds
       return yield* Effect.promise(async () => {
-        const store = await new SnapshotStore(NodePath.join(config.dataDir, "snapshots")).open()
+        const store = await new ChunkStore(NodePath.join(config.dataDir, "snapshots")).open()
         await store.collect(async () => live)
         return store
       })

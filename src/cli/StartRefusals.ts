@@ -1,0 +1,57 @@
+/**
+ * Why `svc serve` could not start, as the one line it prints: a malformed setting
+ * (`svc: invalid configuration: SVC_X: why`), a data dir held by another process, a port in use.
+ */
+import { HttpServerError } from "@effect/platform"
+import { ConfigError } from "effect"
+import { DataDirInUse } from "../kernel/sql/DataDirLock.js"
+
+interface Leaf {
+  readonly path: ReadonlyArray<string>
+  readonly message: string
+  readonly missing: boolean
+}
+
+const leaves = (error: ConfigError.ConfigError): ReadonlyArray<Leaf> => {
+  switch (error._op) {
+    case "And":
+    case "Or":
+      return [...leaves(error.left), ...leaves(error.right)]
+    case "MissingData":
+      return [{ path: error.path, message: error.message, missing: true }]
+    case "InvalidData":
+    case "SourceUnavailable":
+    case "Unsupported":
+      return [{ path: error.path, message: error.message, missing: false }]
+  }
+}
+
+/**
+ * Settings are read from the flags first and then from the environment, so one bad value shows up
+ * as "missing from the flags" or "invalid in the environment": the invalid one is what to report.
+ */
+export const describeConfigError = (error: ConfigError.ConfigError) => {
+  const all = leaves(error)
+  const leaf = all.find((candidate) => !candidate.missing) ?? all[0]!
+  const name = leaf.path.join("_")
+  const text = leaf.message.replace(/^[A-Z_]+: /, "")
+  return `svc: invalid configuration: ${name}: ${text}`
+}
+
+/** A start that cannot go on for a reason the operator fixes: the one line to print, if it is one. */
+export const startRefusal = (error: unknown): string | undefined => {
+  if (ConfigError.isConfigError(error)) return describeConfigError(error)
+  if (error instanceof DataDirInUse) return error.message
+  if (error instanceof HttpServerError.ServeError) {
+    const cause = error.cause as { code?: string; address?: string; port?: number } | undefined
+    if (cause?.code === "EADDRINUSE") {
+      return `svc: ${cause.address ?? "the address"}:${cause.port ?? "?"} is already in use; ` +
+        `stop what listens there or choose another with --port or SVC_PORT`
+    }
+    if (cause?.code === "EADDRNOTAVAIL" || cause?.code === "EACCES") {
+      return `svc: cannot listen on ${cause.address ?? "the address"}:${cause.port ?? "?"} (${cause.code}); ` +
+        `check --host and --port`
+    }
+  }
+  return undefined
+}

@@ -1,0 +1,89 @@
+/**
+ * No operation holds a machine's mailbox (extensions.md §4): an operation stuck `uncertain` (a
+ * driver action that keeps failing) is ended by a cancel, and a forced stop or a delete cancels
+ * what was accepted before it and runs next. Through the typed client, on the process driver with
+ * one action made to fail every time.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { DriverError } from "../../src/drivers/MachineDriver.js"
+import { makeClient } from "../../src/index.js"
+import { eventually } from "../support/Machines.js"
+import { startServer } from "../support/TestServer.js"
+
+/** Every exec whose command is `stuck` fails in the driver: the operation can never settle. */
+const setup = Effect.gen(function*() {
+  const server = yield* startServer({ runtime: "process" }, (inner) => ({
+    ...inner,
+    exec: (id, request, onOutput) =>
+      request.argv[0] === "stuck"
+        ? Effect.fail(new DriverError({ message: "injected: the host cannot answer" }))
+        : inner.exec(id, request, onOutput)
+  }))
+  const owner = yield* server.bootstrap("owner@example.com")
+  const svc = yield* makeClient({ baseUrl: server.url, apiKey: owner.api_key })
+  const created = yield* svc.machines.create({
+    headers: {},
+    payload: {
+      name: "box",
+      size: "small",
+      image: "default",
+      environment_id: null,
+      internet_access: false,
+      auto_stop_seconds: null,
+      idle_sleep_seconds: null,
+      setup_script: null,
+      template: null,
+      start: true
+    }
+  })
+  const status = (operationId: string) => Effect.map(svc.operations.get({ path: { id: operationId } }), (op) => op)
+  const until = (operationId: string, done: (status: string) => boolean) =>
+    eventually(Effect.orDie(Effect.map(status(operationId), (op) => done(op.status) ? op : undefined)))
+  yield* until(created.operation_id, (s) => s === "succeeded")
+  const exec = (command: ReadonlyArray<string>) =>
+    svc.machines.exec({
+      path: { id: created.machine_id },
+      headers: {},
+      payload: { command: [command[0]!, ...command.slice(1)], timeout_seconds: 60 }
+    })
+  return { svc, machineId: created.machine_id, exec, until }
+})
+
+describe("no operation holds a mailbox", () => {
+  it.scopedLive("a cancel ends an uncertain operation as correlation_miss; the next operation then runs", () =>
+    Effect.gen(function*() {
+      const { exec, svc, until } = yield* setup
+      const stuck = yield* exec(["stuck"])
+      const behind = yield* exec(["true"])
+      yield* until(stuck.operation_id, (s) => s === "uncertain")
+      assert.strictEqual((yield* svc.operations.get({ path: { id: behind.operation_id } })).status, "pending")
+      yield* svc.operations.cancel({ path: { id: stuck.operation_id } })
+      const ended = yield* until(stuck.operation_id, (s) => s === "correlation_miss")
+      assert.strictEqual(ended.error_code, "cancelled")
+      const next = yield* until(behind.operation_id, (s) => s === "succeeded")
+      assert.strictEqual(next.exec_result?.exit_code, 0)
+    }))
+
+  it.scopedLive("a forced stop cancels what waits before it and stops the machine; a delete does the same", () =>
+    Effect.gen(function*() {
+      const { exec, machineId, svc, until } = yield* setup
+      const stuck = yield* exec(["stuck"])
+      const queued = yield* exec(["true"])
+      yield* until(stuck.operation_id, (s) => s === "uncertain")
+      const stop = yield* svc.machines.stop({ path: { id: machineId }, headers: {}, payload: { force: true } })
+      assert.strictEqual((yield* until(stop.operation_id, (s) => s === "succeeded")).kind, "stop")
+      assert.strictEqual((yield* until(stuck.operation_id, (s) => s !== "uncertain")).status, "correlation_miss")
+      const skipped = yield* until(queued.operation_id, (s) => s === "failed")
+      assert.strictEqual(skipped.error_code, "cancelled")
+      assert.strictEqual((yield* svc.machines.get({ path: { id: machineId } })).state, "stopped")
+
+      yield* svc.machines.start({ path: { id: machineId }, headers: {} })
+      const again = yield* exec(["stuck"])
+      yield* until(again.operation_id, (s) => s === "uncertain")
+      const deleted = yield* svc.machines.delete({ path: { id: machineId }, headers: {} })
+      yield* until(deleted.operation_id, (s) => s === "succeeded")
+      assert.strictEqual((yield* svc.operations.get({ path: { id: again.operation_id } })).error_code, "cancelled")
+      assert.strictEqual((yield* svc.machines.get({ path: { id: machineId } })).state, "deleted")
+    }))
+})

@@ -1,0 +1,47 @@
+/**
+ * The service layers without HTTP, for fast tests of an area's rules: a real SQLite file in a temp
+ * data dir and the `process` driver (machines are host folders), built in the test's scope so its
+ * Clock is the test's.
+ */
+import { Context, Effect, Layer } from "effect"
+import { servicesWith } from "../../src/App.js"
+import * as Drivers from "../../src/drivers/Drivers.js"
+import { MachineDriver } from "../../src/drivers/MachineDriver.js"
+import { Accounts } from "../../src/identity/Accounts.js"
+import { AppConfig, type AppConfigShape } from "../../src/kernel/config/AppConfig.js"
+import type { Requester } from "../../src/kernel/sql/Idempotency.js"
+import { type DriverWrapper, tempDir, testConfig } from "./TestServer.js"
+
+export const services = (overrides: Partial<AppConfigShape> = {}, wrapDriver?: DriverWrapper) =>
+  Effect.gen(function*() {
+    const dir = yield* tempDir
+    const config = testConfig(dir, 9, { runtime: "process", ...overrides })
+    const driver = wrapDriver === undefined
+      ? Drivers.layer
+      : Layer.effect(MachineDriver, Effect.map(MachineDriver, wrapDriver)).pipe(Layer.provide(Drivers.layer))
+    return yield* Layer.build(servicesWith(driver).pipe(Layer.provideMerge(Layer.succeed(AppConfig, config))))
+  })
+
+/** Waits in real time (the machines run on the host, not on the test's Clock) until `check` answers. */
+export const until = <A, E, R>(check: Effect.Effect<A | undefined, E, R>, ms = 10_000) =>
+  Effect.gen(function*() {
+    const deadline = Date.now() + ms
+    while (true) {
+      const found = yield* check
+      if (found !== undefined) return found
+      if (Date.now() > deadline) return yield* Effect.dieMessage("until: timed out")
+      yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 5)))
+    }
+  })
+
+/** A user who owns a new organization, as the requester of changes (no Idempotency-Key). */
+export const owner = (context: Context.Context<any>, email: string) =>
+  Effect.gen(function*() {
+    const made = yield* Context.get(context, Accounts).bootstrap(email)
+    const requester: Requester = {
+      organizationId: made.organization_id,
+      userId: made.user_id,
+      idempotencyKey: undefined
+    }
+    return requester
+  })
