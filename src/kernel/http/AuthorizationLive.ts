@@ -6,13 +6,15 @@
 import { HttpRouter, HttpServerRequest } from "@effect/platform"
 import type { HttpApiEndpoint } from "@effect/platform"
 import { Context, Effect, Layer, Option } from "effect"
-import { Api } from "../../Api.js"
 import { Authenticate, type Requirement } from "./Authenticate.js"
 import { Authorization } from "./Authorization.js"
 import { Policy, type PolicySpec } from "./Policy.js"
 
+/** What the policy index reads of an HttpApi: its groups' endpoints. */
+type AnyApi = { readonly groups: Readonly<Record<string, { readonly endpoints: Readonly<Record<string, unknown>> }>> }
+
 /** "METHOD /path/:param" of every endpoint to its policy; an endpoint without one is a defect. */
-export const policyIndex = (api: typeof Api) => {
+export const policyIndex = (api: AnyApi) => {
   const index = new Map<string, PolicySpec>()
   for (const group of Object.values(api.groups)) {
     for (const endpoint of Object.values(group.endpoints) as Array<HttpApiEndpoint.HttpApiEndpoint.AnyWithProps>) {
@@ -24,30 +26,32 @@ export const policyIndex = (api: typeof Api) => {
   return index
 }
 
-export const AuthorizationLive = Layer.effect(
-  Authorization,
-  Effect.gen(function*() {
-    const { authenticate } = yield* Authenticate
-    // Each policy's requirement is made once; only an organization in the path is read per request.
-    const requirements = new Map<string, Requirement>()
-    for (const [key, spec] of policyIndex(Api)) {
-      requirements.set(key, {
-        access: spec.access,
-        organization: spec.organization === "path" ? { path: "" } : spec.organization,
-        roles: spec.roles
+/** The middleware for `api` (src/Api.ts, passed in: the kernel imports no area's contract). */
+export const AuthorizationLive = (api: AnyApi) =>
+  Layer.effect(
+    Authorization,
+    Effect.gen(function*() {
+      const { authenticate } = yield* Authenticate
+      // Each policy's requirement is made once; only an organization in the path is read per request.
+      const requirements = new Map<string, Requirement>()
+      for (const [key, spec] of policyIndex(api)) {
+        requirements.set(key, {
+          access: spec.access,
+          organization: spec.organization === "path" ? { path: "" } : spec.organization,
+          roles: spec.roles
+        })
+      }
+      return Effect.gen(function*() {
+        const request = yield* HttpServerRequest.HttpServerRequest
+        const { params, route } = yield* HttpRouter.RouteContext
+        const requirement = requirements.get(`${route.method} ${route.path}`)
+        if (requirement === undefined) return yield* Effect.dieMessage(`no policy for ${route.method} ${route.path}`)
+        return yield* authenticate(
+          request,
+          typeof requirement.organization === "object"
+            ? { ...requirement, organization: { path: params["organization_id"] ?? "" } }
+            : requirement
+        )
       })
-    }
-    return Effect.gen(function*() {
-      const request = yield* HttpServerRequest.HttpServerRequest
-      const { params, route } = yield* HttpRouter.RouteContext
-      const requirement = requirements.get(`${route.method} ${route.path}`)
-      if (requirement === undefined) return yield* Effect.dieMessage(`no policy for ${route.method} ${route.path}`)
-      return yield* authenticate(
-        request,
-        typeof requirement.organization === "object"
-          ? { ...requirement, organization: { path: params["organization_id"] ?? "" } }
-          : requirement
-      )
     })
-  })
-)
+  )
