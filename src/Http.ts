@@ -34,7 +34,7 @@ export const ApiLive = HttpApiBuilder.api(Api).pipe(
     SnapshotsHandlers,
     AgentsHandlers
   ]),
-  Layer.provide(AuthorizationLive)
+  Layer.provide(AuthorizationLive(Api))
 )
 
 /** The routes and their middleware, ready to serve on any HttpServer. */

@@ -1,29 +1,27 @@
 /** API keys: minted for a member of an organization, shown once, stored as a hash. */
 import { Clock, Context, Effect, Layer, Option } from "effect"
-import type { Preset } from "../kernel/domain/Access.js"
+import { type Preset, presetAtMost, type Role, roleAllowed, Roles } from "../kernel/domain/Access.js"
 import * as ApiKeyText from "../kernel/domain/ApiKeyText.js"
 import { uuidv7 } from "../kernel/domain/Ids.js"
-import { iso, isoOrNull } from "../kernel/http/Dto.js"
-import { InvalidApiKey } from "../kernel/http/Errors.js"
-import type { ApiKeyDto } from "./ApiKeysApi.js"
+import { InsufficientScope, InvalidApiKey, ResourceNotFound } from "../kernel/http/Errors.js"
 import { type ApiKeyRow, ApiKeysRepo } from "./ApiKeysRepo.js"
 
 /** `last_used_at` is written at most this often per key, so reads do not each cost a write. */
 const touchIntervalMillis = 60_000
 
-export const toDto = (row: ApiKeyRow): ApiKeyDto => ({
-  id: row.id,
-  organization_id: row.organization_id,
-  created_by: row.created_by,
-  name: row.name,
-  prefix: ApiKeyText.prefixOf(row.key_id),
-  last_four: row.last_four,
-  preset: row.preset,
-  created_at: iso(row.created_at),
-  expires_at: iso(row.expires_at),
-  last_used_at: isoOrNull(row.last_used_at),
-  revoked_at: isoOrNull(row.revoked_at)
-})
+/** A member managing the keys of their organization, through a session or through a key. */
+export interface KeyManager {
+  readonly organizationId: string
+  readonly userId: string
+  readonly role: Role
+  /** The preset of the key the request came with; undefined with a session. */
+  readonly keyPreset: Preset | undefined
+}
+
+/** Owners and admins manage every key of the organization; other members only their own. */
+const seesAll = (manager: KeyManager) => roleAllowed(manager.role, Roles.administrators)
+
+const visibleTo = (manager: KeyManager, row: ApiKeyRow) => seesAll(manager) || row.created_by === manager.userId
 
 export interface MintRequest {
   readonly organizationId: string
@@ -35,27 +33,55 @@ export interface MintRequest {
 
 const make = Effect.gen(function*() {
   const repo = yield* ApiKeysRepo
+
+  const mint = (request: MintRequest) =>
+    Effect.gen(function*() {
+      const now = yield* Clock.currentTimeMillis
+      const key = ApiKeyText.generate()
+      const row: ApiKeyRow = {
+        id: uuidv7(),
+        key_id: key.keyId,
+        secret_hash: ApiKeyText.hash(key.text),
+        organization_id: request.organizationId,
+        created_by: request.userId,
+        name: request.name,
+        preset: request.preset,
+        last_four: ApiKeyText.lastFourOf(key.text),
+        created_at: now,
+        expires_at: now + request.expiresInDays * 24 * 3600_000,
+        last_used_at: null,
+        revoked_at: null
+      }
+      yield* repo.insert(row)
+      return { row, secret: key.text }
+    })
+
   return {
-    mint: (request: MintRequest) =>
+    mint,
+    /** A new key of the manager's: a key may only create keys whose preset is not above its own. */
+    create: (manager: KeyManager, request: Pick<MintRequest, "name" | "preset" | "expiresInDays">) =>
       Effect.gen(function*() {
-        const now = yield* Clock.currentTimeMillis
-        const key = ApiKeyText.generate()
-        const row: ApiKeyRow = {
-          id: uuidv7(),
-          key_id: key.keyId,
-          secret_hash: ApiKeyText.hash(key.text),
-          organization_id: request.organizationId,
-          created_by: request.userId,
-          name: request.name,
-          preset: request.preset,
-          last_four: ApiKeyText.lastFourOf(key.text),
-          created_at: now,
-          expires_at: now + request.expiresInDays * 24 * 3600_000,
-          last_used_at: null,
-          revoked_at: null
+        if (manager.keyPreset !== undefined && !presetAtMost(request.preset, manager.keyPreset)) {
+          return yield* new InsufficientScope({
+            detail: "A key may only create keys whose preset is not above its own"
+          })
         }
-        yield* repo.insert(row)
-        return { row, secret: key.text }
+        return yield* mint({ ...request, organizationId: manager.organizationId, userId: manager.userId })
+      }),
+    /** The organization's keys the manager may see. */
+    list: (manager: KeyManager) =>
+      Effect.map(
+        repo.listByOrganization(manager.organizationId),
+        (rows) => rows.filter((row) => visibleTo(manager, row))
+      ),
+    /** Revokes a key the manager may see; any other is not found. */
+    revoke: (manager: KeyManager, id: string) =>
+      Effect.gen(function*() {
+        const row = yield* repo.findById(manager.organizationId, id)
+        if (Option.isNone(row) || !visibleTo(manager, row.value)) {
+          return yield* new ResourceNotFound({ detail: "API key not found" })
+        }
+        yield* repo.revoke(row.value.id, yield* Clock.currentTimeMillis)
       }),
     /** The live key this text names: malformed, unknown, expired and revoked keys are all invalid. */
     authenticate: (text: string) =>
@@ -74,10 +100,7 @@ const make = Effect.gen(function*() {
           yield* repo.touch(row.value.id, now)
         }
         return row.value
-      }),
-    list: repo.listByOrganization,
-    find: repo.findById,
-    revoke: (id: string) => Effect.flatMap(Clock.currentTimeMillis, (now) => repo.revoke(id, now))
+      })
   }
 })
 

@@ -1,13 +1,39 @@
 import { HttpApiBuilder } from "@effect/platform"
-import { Effect, Option } from "effect"
+import { Effect } from "effect"
 import { Api } from "../Api.js"
-import { presetAtMost, roleAllowed, Roles } from "../kernel/domain/Access.js"
+import * as ApiKeyText from "../kernel/domain/ApiKeyText.js"
 import { currentCredential, currentOrganization, currentUser } from "../kernel/http/CallerContext.js"
-import { InsufficientScope, ResourceNotFound } from "../kernel/http/Errors.js"
-import { ApiKeys, toDto } from "./ApiKeys.js"
+import { iso, isoOrNull } from "../kernel/http/Dto.js"
+import type { ApiKeyDto } from "./Api.js"
+import { ApiKeys, type KeyManager } from "./ApiKeys.js"
+import type { ApiKeyRow } from "./ApiKeysRepo.js"
 
-/** Owners and admins manage every key of the organization; other members only their own. */
-const seesAll = (role: Parameters<typeof roleAllowed>[0]) => roleAllowed(role, Roles.administrators)
+const toDto = (row: ApiKeyRow): ApiKeyDto => ({
+  id: row.id,
+  organization_id: row.organization_id,
+  created_by: row.created_by,
+  name: row.name,
+  prefix: ApiKeyText.prefixOf(row.key_id),
+  last_four: row.last_four,
+  preset: row.preset,
+  created_at: iso(row.created_at),
+  expires_at: iso(row.expires_at),
+  last_used_at: isoOrNull(row.last_used_at),
+  revoked_at: isoOrNull(row.revoked_at)
+})
+
+/** The caller as the keys' rules see them: their organization, role and (for a key) its preset. */
+const keyManager = Effect.gen(function*() {
+  const organization = yield* currentOrganization
+  const credential = yield* currentCredential
+  const manager: KeyManager = {
+    organizationId: organization.id,
+    userId: (yield* currentUser).id,
+    role: organization.role,
+    keyPreset: credential.kind === "api_key" ? credential.preset : undefined
+  }
+  return manager
+})
 
 export const ApiKeysHandlers = HttpApiBuilder.group(Api, "apiKeys", (handlers) =>
   Effect.gen(function*() {
@@ -15,39 +41,17 @@ export const ApiKeysHandlers = HttpApiBuilder.group(Api, "apiKeys", (handlers) =
     return handlers
       .handle("list", () =>
         Effect.gen(function*() {
-          const organization = yield* currentOrganization
-          const user = yield* currentUser
-          const rows = yield* apiKeys.list(organization.id)
-          const visible = seesAll(organization.role) ? rows : rows.filter((row) => row.created_by === user.id)
-          return { items: visible.map(toDto) }
+          const rows = yield* apiKeys.list(yield* keyManager)
+          return { items: rows.map(toDto) }
         }))
       .handle("create", ({ payload }) =>
         Effect.gen(function*() {
-          const organization = yield* currentOrganization
-          const user = yield* currentUser
-          const credential = yield* currentCredential
-          if (credential.kind === "api_key" && !presetAtMost(payload.preset, credential.preset)) {
-            return yield* new InsufficientScope({
-              detail: "A key may only create keys whose preset is not above its own"
-            })
-          }
-          const { row, secret } = yield* apiKeys.mint({
-            organizationId: organization.id,
-            userId: user.id,
+          const { row, secret } = yield* apiKeys.create(yield* keyManager, {
             name: payload.name,
             preset: payload.preset,
             expiresInDays: payload.expires_in_days
           })
           return { api_key: toDto(row), secret }
         }))
-      .handle("revoke", ({ path }) =>
-        Effect.gen(function*() {
-          const organization = yield* currentOrganization
-          const user = yield* currentUser
-          const row = yield* apiKeys.find(organization.id, path.id)
-          if (Option.isNone(row) || (!seesAll(organization.role) && row.value.created_by !== user.id)) {
-            return yield* new ResourceNotFound({ detail: "API key not found" })
-          }
-          yield* apiKeys.revoke(row.value.id)
-        }))
+      .handle("revoke", ({ path }) => Effect.flatMap(keyManager, (manager) => apiKeys.revoke(manager, path.id)))
   }))

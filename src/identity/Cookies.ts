@@ -1,8 +1,9 @@
 /** The cookies svc sets: session and CSRF after a sign-in, the email state during one. */
 import { HttpApp, HttpServerResponse } from "@effect/platform"
 import { Duration, Effect } from "effect"
+import { CSRF_COOKIE, SESSION_COOKIE } from "../kernel/http/Authenticate.js"
 import { EMAIL_STATE_COOKIE } from "./EmailSignIn.js"
-import { CSRF_COOKIE, SESSION_COOKIE, sessionLifetimeMillis } from "./Sessions.js"
+import { sessionLifetimeMillis } from "./Sessions.js"
 
 type Response = HttpServerResponse.HttpServerResponse
 

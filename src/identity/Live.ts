@@ -1,5 +1,11 @@
-/** The identity area: sign-in, sessions, accounts and API keys over their repositories (provided here only). */
-import { Layer } from "effect"
+/**
+ * The identity area: sign-in, sessions, accounts and API keys over their repositories (provided
+ * here only), and the kernel's Credentials port over them, with Authenticate on top of it.
+ */
+import { Effect, Layer, Option } from "effect"
+import { Authenticate } from "../kernel/http/Authenticate.js"
+import { Credentials, type CredentialsShape } from "../kernel/http/Credentials.js"
+import { Organizations } from "../organizations/Organizations.js"
 import { Accounts } from "./Accounts.js"
 import { ApiKeys } from "./ApiKeys.js"
 import { ApiKeysRepo } from "./ApiKeysRepo.js"
@@ -9,8 +15,48 @@ import { Sessions } from "./Sessions.js"
 import { SessionsRepo } from "./SessionsRepo.js"
 import { UsersRepo } from "./UsersRepo.js"
 
-export const IdentityLive = EmailSignIn.layer.pipe(
+/** What Authenticate asks of identity: keys, sessions and users here, memberships from Organizations. */
+const CredentialsLive = Layer.effect(
+  Credentials,
+  Effect.gen(function*() {
+    const apiKeys = yield* ApiKeys
+    const sessions = yield* Sessions
+    const accounts = yield* Accounts
+    const organizations = yield* Organizations
+    const credentials: CredentialsShape = {
+      apiKey: (text) =>
+        Effect.map(apiKeys.authenticate(text), (key) => ({
+          id: key.id,
+          preset: key.preset,
+          organizationId: key.organization_id,
+          userId: key.created_by,
+          ownerEmail: Option.fromNullable(key.owner_email),
+          ownerRole: Option.fromNullable(key.owner_role)
+        })),
+      session: (token) =>
+        Effect.map(sessions.find(token), (found) =>
+          Option.map(found, (session) => ({
+            id: session.id,
+            userId: session.user_id,
+            activeOrganizationId: session.active_organization_id,
+            authenticatedAt: session.authenticated_at,
+            csrfHash: session.csrf_hash
+          }))),
+      user: accounts.findUser,
+      membership: (organizationId, userId) =>
+        Effect.map(organizations.membership(organizationId, userId), Option.map((membership) => membership.role))
+    }
+    return credentials
+  })
+)
+
+const ServicesLive = EmailSignIn.layer.pipe(
   Layer.provideMerge(Accounts.layer),
   Layer.provideMerge(Layer.mergeAll(ApiKeys.layer, Sessions.layer)),
   Layer.provide(Layer.mergeAll(UsersRepo.layer, SessionsRepo.layer, EmailSignInsRepo.layer, ApiKeysRepo.layer))
+)
+
+export const IdentityLive = Authenticate.layer.pipe(
+  Layer.provideMerge(CredentialsLive),
+  Layer.provideMerge(ServicesLive)
 )

@@ -1,16 +1,15 @@
 /**
  * Browser sessions: an opaque token in the `svc_session` cookie and a CSRF token in `svc_csrf`
  * (double submit: the `x-csrf-token` header must repeat the cookie, and its hash is stored with
- * the session, so a token from another session never passes).
+ * the session, so a token from another session never passes; Authenticate checks it).
  */
 import { Clock, Context, Effect, Layer, Option } from "effect"
-import { randomToken, safeEqual, sha256 } from "../kernel/crypto/Tokens.js"
+import { randomToken, sha256 } from "../kernel/crypto/Tokens.js"
 import { uuidv7 } from "../kernel/domain/Ids.js"
+import { ResourceNotFound } from "../kernel/http/Errors.js"
+import { Organizations } from "../organizations/Organizations.js"
 import { type SessionRow, SessionsRepo } from "./SessionsRepo.js"
 
-export const SESSION_COOKIE = "svc_session"
-export const CSRF_COOKIE = "svc_csrf"
-export const CSRF_HEADER = "x-csrf-token"
 export const sessionLifetimeMillis = 30 * 24 * 3600_000
 
 export interface NewSession {
@@ -21,6 +20,7 @@ export interface NewSession {
 
 const make = Effect.gen(function*() {
   const repo = yield* SessionsRepo
+  const organizations = yield* Organizations
   return {
     create: (userId: string, activeOrganizationId: string | null) =>
       Effect.gen(function*() {
@@ -48,11 +48,15 @@ const make = Effect.gen(function*() {
         const row = yield* repo.findByTokenHash(sha256(token))
         return Option.filter(row, (session) => session.revoked_at === null && session.expires_at > now)
       }),
-    csrfValid: (session: SessionRow, header: string | undefined, cookie: string | undefined) =>
-      header !== undefined && cookie !== undefined && safeEqual(header, cookie) &&
-      safeEqual(sha256(header), session.csrf_hash),
     revoke: (id: string) => Effect.flatMap(Clock.currentTimeMillis, (now) => repo.revoke(id, now)),
-    setActiveOrganization: repo.setActiveOrganization
+    /** The organization the session acts in without X-Organization-ID: one of the user's, or none. */
+    setActiveOrganization: (session: { readonly id: string; readonly userId: string }, organizationId: string | null) =>
+      Effect.gen(function*() {
+        if (organizationId !== null && Option.isNone(yield* organizations.membership(organizationId, session.userId))) {
+          return yield* new ResourceNotFound({ detail: "Organization not found" })
+        }
+        yield* repo.setActiveOrganization(session.id, organizationId)
+      })
   }
 })
 

@@ -5,7 +5,6 @@ import { Accounts } from "../identity/Accounts.js"
 import { Sessions } from "../identity/Sessions.js"
 import { currentCredential, currentOrganization, currentUser } from "../kernel/http/CallerContext.js"
 import { iso } from "../kernel/http/Dto.js"
-import { ResourceNotFound } from "../kernel/http/Errors.js"
 import { Organizations } from "./Organizations.js"
 
 export const MembersHandlers = HttpApiBuilder.group(Api, "members", (handlers) =>
@@ -56,10 +55,7 @@ export const MembersHandlers = HttpApiBuilder.group(Api, "members", (handlers) =
           const user = yield* currentUser
           const credential = yield* currentCredential
           const organizationId = payload.organization_id?.toLowerCase() ?? null
-          if (organizationId !== null && Option.isNone(yield* organizations.membership(organizationId, user.id))) {
-            return yield* new ResourceNotFound({ detail: "Organization not found" })
-          }
-          yield* sessions.setActiveOrganization(credential.id, organizationId)
+          yield* sessions.setActiveOrganization({ id: credential.id, userId: user.id }, organizationId)
           return { active_organization_id: organizationId }
         }))
   }))

@@ -12,6 +12,12 @@ import { ResourceNotFound } from "../kernel/http/Errors.js"
 import { MachinesRepo } from "../runtime/MachinesRepo.js"
 import { PortTokensRepo } from "./Repo.js"
 
+/** Where a request carries a port token: a header, a query parameter (GET: moved into the cookie), a cookie. */
+export const PORT_TOKEN_HEADER = "x-svc-port-token"
+export const PORT_TOKEN_PARAM = "svc_port_token"
+/** The cookie a query token is moved into; its path is the port's, so each port has its own. */
+export const PORT_TOKEN_COOKIE = "svc_port_token"
+
 export interface NewPortToken {
   readonly token: string
   readonly url: string

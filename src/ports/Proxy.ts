@@ -5,38 +5,25 @@
  * upgrades), so the Node server hands these requests here before the Effect app sees them
  * (src/Http.ts); the access checks run as Effects on the runtime the layer was built with.
  *
- * Access: a public port needs nothing; a private one an API key of the machine's organization (any
- * preset: they all have R), a session of a member, or a port token for that machine and port.
- * Anything else, an unknown machine or a port that is not exposed is the same 404, so the proxy
- * does not tell which machines exist. A token given in the query of a GET is moved into a cookie
- * scoped to the port's path and the browser is sent to the same URL without it, so the token leaves
- * the address bar and history, and the app's relative links keep working. A session opens a port
- * only for same-site requests when the request changes something or upgrades (a cross-site page
- * must not act as the member through their cookie). svc's own credentials are taken off the request before it
- * reaches the machine: the program there must not see a member's key or session.
+ * Who may open a port is the ports area's rule (src/ports/Ports.ts, over the kernel's
+ * Authenticate). A token given in the query of a GET is moved into a cookie scoped to the port's
+ * path and the browser is sent to the same URL without it, so the token leaves the address bar and
+ * history, and the app's relative links keep working. svc's own credentials are taken off the
+ * request before it reaches the machine: the program there must not see a member's key or session.
  */
-import * as Cookies from "@effect/platform/Cookies"
-import { Effect, Option, Runtime } from "effect"
+import { Effect, Runtime } from "effect"
 import type * as NodeHttp from "node:http"
 import { request as httpRequest } from "node:http"
 import type * as NodeStream from "node:stream"
 import { MachineDriver } from "../drivers/MachineDriver.js"
-import { Accounts } from "../identity/Accounts.js"
-import { ApiKeys } from "../identity/ApiKeys.js"
-import { CSRF_COOKIE, SESSION_COOKIE, Sessions } from "../identity/Sessions.js"
 import { AppConfig } from "../kernel/config/AppConfig.js"
 import { uuidText } from "../kernel/domain/Ids.js"
-import { findPort, parsePorts } from "../kernel/domain/Ports.js"
+import { CSRF_COOKIE, fromNode, type RequestFacts, SESSION_COOKIE } from "../kernel/http/Authenticate.js"
 import { InternalError, ResourceNotFound } from "../kernel/http/Errors.js"
 import { GuestActionFailed } from "../kernel/http/MachineErrors.js"
 import { type ProblemBody, problemContentType, specOf, toBody } from "../kernel/http/Problem.js"
-import { MachinesRepo } from "../runtime/MachinesRepo.js"
-import { PortTokens } from "./PortTokens.js"
-
-export const PORT_TOKEN_HEADER = "x-svc-port-token"
-export const PORT_TOKEN_PARAM = "svc_port_token"
-/** The cookie a query token is moved into; its path is the port's, so each port has its own. */
-export const PORT_TOKEN_COOKIE = "svc_port_token"
+import { Ports } from "./Ports.js"
+import { PORT_TOKEN_COOKIE, PORT_TOKEN_HEADER, PORT_TOKEN_PARAM } from "./PortTokens.js"
 
 const proxyPath = new RegExp(`^/v1/machines/(${uuidText})/ports/(\\d{1,5})/http(/[^?]*)?(\\?.*)?$`, "i")
 
@@ -84,67 +71,22 @@ type Decision =
   | { readonly _tag: "redirect"; readonly location: string; readonly cookie: string }
   | { readonly _tag: "forward"; readonly stream: NodeStream.Duplex; readonly path: string; readonly headers: Headers }
 
-/** How a request was let through to a private port. */
-type Grant = "key" | "session" | "token" | "query_token" | "none"
-
-const safeMethods = new Set(["GET", "HEAD", "OPTIONS"])
-
 export const makePortProxy = Effect.gen(function*() {
   const config = yield* AppConfig
-  const ownOrigin = new URL(config.baseUrl).origin
-  const machines = yield* MachinesRepo
-  const apiKeys = yield* ApiKeys
-  const sessions = yield* Sessions
-  const accounts = yield* Accounts
-  const portTokens = yield* PortTokens
+  const ports = yield* Ports
   const driver = yield* MachineDriver
   // Captured once: the handlers below run outside any fiber, from Node's server events.
   const run = Runtime.runPromise(yield* Effect.runtime<never>())
 
-  /** Which credential of the request opens the private port, if any. */
-  const grantOf = (request: NodeHttp.IncomingMessage, target: Target, organizationId: string) =>
-    Effect.gen(function*() {
-      const bearer = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? "")
-      if (bearer !== null) {
-        const key = yield* Effect.option(apiKeys.authenticate(bearer[1]!))
-        if (Option.isSome(key) && key.value.organization_id === organizationId) return "key" as Grant
-      }
-      const cookies = Cookies.parseHeader(request.headers.cookie ?? "")
-      const session = cookies[SESSION_COOKIE]
-      if (session !== undefined) {
-        const found = yield* sessions.find(session)
-        if (Option.isSome(found) && Option.isSome(yield* accounts.membership(organizationId, found.value.user_id))) {
-          return "session" as Grant
-        }
-      }
-      const opens = (token: string | null | undefined) =>
-        token === null || token === undefined
-          ? Effect.succeed(false)
-          : portTokens.opens(token, target.machineId, target.port)
-      const header = request.headers[PORT_TOKEN_HEADER]
-      if (yield* opens(typeof header === "string" ? header : undefined)) return "token" as Grant
-      if (yield* opens(target.query.get(PORT_TOKEN_PARAM))) return "query_token" as Grant
-      if (yield* opens(cookies[PORT_TOKEN_COOKIE])) return "token" as Grant
-      return "none" as Grant
-    })
-
-  /** A request another site's page made (Fetch Metadata, else the Origin header). */
-  const crossSite = (request: NodeHttp.IncomingMessage) => {
-    const site = request.headers["sec-fetch-site"]
-    if (site !== undefined) return site === "cross-site"
-    const origin = request.headers.origin
-    return origin !== undefined && origin !== ownOrigin
-  }
-
   /** The request's headers for the machine: one hop's and svc's own credentials taken off. */
-  const forwardedHeaders = (request: NodeHttp.IncomingMessage, keepUpgrade: boolean): Headers => {
+  const forwardedHeaders = (request: NodeHttp.IncomingMessage, facts: RequestFacts, keepUpgrade: boolean): Headers => {
     const headers: Headers = {}
     for (const [name, value] of Object.entries(request.headers)) {
       if (value === undefined || name === PORT_TOKEN_HEADER || (!keepUpgrade && hopByHop.has(name))) continue
       headers[name] = value
     }
     if (/^Bearer\s/i.test(request.headers.authorization ?? "")) delete headers.authorization
-    const cookies = Object.entries(Cookies.parseHeader(request.headers.cookie ?? ""))
+    const cookies = Object.entries(facts.cookies)
       .filter(([name]) => name !== SESSION_COOKIE && name !== CSRF_COOKIE && name !== PORT_TOKEN_COOKIE)
     if (cookies.length > 0) headers.cookie = cookies.map(([name, value]) => `${name}=${value}`).join("; ")
     else delete headers.cookie
@@ -155,29 +97,22 @@ export const makePortProxy = Effect.gen(function*() {
   const decide = (request: NodeHttp.IncomingMessage, target: Target, upgrade: boolean) =>
     Effect.gen(function*() {
       const problem = (body: ProblemBody): Decision => ({ _tag: "problem", body })
-      const machine = yield* machines.find(target.machineId)
-      if (Option.isNone(machine) || machine.value.state === "deleted") return problem(notFound)
-      const exposed = findPort(parsePorts(machine.value.ports), target.port)
-      if (exposed === undefined) return problem(notFound)
+      const facts = fromNode(request, upgrade)
+      const queryToken = target.query.get(PORT_TOKEN_PARAM)
+      const access = yield* ports.access(facts, { machineId: target.machineId, port: target.port, queryToken })
+      if (access._tag === "NotFound") return problem(notFound)
       const query = new URLSearchParams(target.query)
       query.delete(PORT_TOKEN_PARAM)
       const search = query.size > 0 ? `?${query}` : ""
-      if (!exposed.public) {
-        const grant = yield* grantOf(request, target, machine.value.organization_id)
-        const changes = upgrade || !safeMethods.has(request.method ?? "GET")
-        if (grant === "none" || (grant === "session" && changes && crossSite(request))) return problem(notFound)
-        if (grant === "query_token" && !upgrade && (request.method === "GET" || request.method === "HEAD")) {
-          const prefix = `/v1/machines/${target.machineId}/ports/${target.port}/http/`
-          const secure = config.baseUrl.startsWith("https:") ? "; Secure" : ""
-          const decision: Decision = {
-            _tag: "redirect",
-            location: `${prefix}${(target.path ?? "/").slice(1)}${search}`,
-            cookie: `${PORT_TOKEN_COOKIE}=${
-              target.query.get(PORT_TOKEN_PARAM)
-            }; Path=${prefix}; HttpOnly; SameSite=Lax${secure}`
-          }
-          return decision
+      if (access.via === "query_token" && !upgrade && (request.method === "GET" || request.method === "HEAD")) {
+        const prefix = `/v1/machines/${target.machineId}/ports/${target.port}/http/`
+        const secure = config.baseUrl.startsWith("https:") ? "; Secure" : ""
+        const decision: Decision = {
+          _tag: "redirect",
+          location: `${prefix}${(target.path ?? "/").slice(1)}${search}`,
+          cookie: `${PORT_TOKEN_COOKIE}=${queryToken}; Path=${prefix}; HttpOnly; SameSite=Lax${secure}`
         }
+        return decision
       }
       const stream = yield* Effect.either(driver.connectPort(target.machineId, target.port))
       if (stream._tag === "Left") {
@@ -190,7 +125,7 @@ export const makePortProxy = Effect.gen(function*() {
         _tag: "forward",
         stream: stream.right,
         path: `${target.path ?? "/"}${search}`,
-        headers: forwardedHeaders(request, upgrade)
+        headers: forwardedHeaders(request, facts, upgrade)
       }
       return decision
     })

@@ -1,0 +1,107 @@
+/**
+ * The identity, organizations and ports areas over a temporary SQLite file, without an HTTP server
+ * or a machine driver: what their fast service tests run on. Built in the test's scope, so every
+ * service reads the test's TestClock.
+ */
+import { SqlClient } from "@effect/sql"
+import { Effect, Layer, Option } from "effect"
+import * as NodeFs from "node:fs"
+import * as NodeOs from "node:os"
+import * as NodePath from "node:path"
+import { IdentityLive } from "../../src/identity/Live.js"
+import {
+  AppConfig,
+  type AppConfigShape,
+  defaultHostCapacity,
+  defaultLimits
+} from "../../src/kernel/config/AppConfig.js"
+import type { RequestFacts } from "../../src/kernel/http/Authenticate.js"
+import { RateLimiter } from "../../src/kernel/http/RateLimiter.js"
+import * as Mail from "../../src/kernel/mail/Mail.js"
+import { readOutbox } from "../../src/kernel/mail/Outbox.js"
+import * as Database from "../../src/kernel/sql/Database.js"
+import { OrganizationsLive } from "../../src/organizations/Live.js"
+import { PortsLive } from "../../src/ports/Live.js"
+import { MachinesRepo } from "../../src/runtime/MachinesRepo.js"
+
+export const baseUrl = "http://127.0.0.1:8080"
+
+export const configFor = (dataDir: string, overrides: Partial<AppConfigShape> = {}): AppConfigShape => ({
+  host: "127.0.0.1",
+  port: 8080,
+  baseUrl,
+  uiUrl: baseUrl,
+  dataDir,
+  databaseFile: NodePath.join(dataDir, "svc.db"),
+  runtime: "process",
+  operatorToken: Option.none(),
+  secretKeys: { kind: "none" },
+  mail: { kind: "outbox", dir: NodePath.join(dataDir, "outbox") },
+  mailFrom: undefined,
+  oidcProviders: [],
+  payments: Option.none(),
+  billing: "unlimited",
+  webhookAllowPrivate: true,
+  logLevel: "none",
+  maxBodyBytes: 64 * 1024,
+  limits: defaultLimits,
+  capacity: defaultHostCapacity(),
+  ...overrides
+})
+
+/** The three areas over the kernel parts they use, on a fresh database file in `dataDir`. */
+export const areasLayer = (config: AppConfigShape) =>
+  PortsLive.pipe(
+    Layer.provideMerge(IdentityLive),
+    Layer.provideMerge(OrganizationsLive),
+    Layer.provideMerge(Layer.mergeAll(MachinesRepo.layer, Mail.layer, RateLimiter.layer)),
+    Layer.provideMerge(Database.layerFile(config.databaseFile)),
+    Layer.provideMerge(Layer.succeed(AppConfig, config))
+  )
+
+/** A temporary data dir, removed with the scope. */
+export const tempDir = Effect.acquireRelease(
+  Effect.sync(() => NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "svc-area-test-"))),
+  (dir) => Effect.sync(() => NodeFs.rmSync(dir, { recursive: true, force: true }))
+)
+
+/** Builds the areas in the test's scope; use it as `yield* Effect.provide(test, yield* areas())`. */
+export const areas = (overrides: Partial<AppConfigShape> = {}) =>
+  Effect.gen(function*() {
+    const config = configFor(yield* tempDir, overrides)
+    const context = yield* Layer.build(areasLayer(config))
+    return { config, context }
+  })
+
+/** A request as Authenticate reads it. */
+export const requestOf = (
+  method: string,
+  options: { readonly headers?: Record<string, string>; readonly cookies?: Record<string, string> } = {}
+): RequestFacts => ({ method, headers: options.headers ?? {}, cookies: options.cookies ?? {} })
+
+export const bearer = (key: string) => ({ authorization: `Bearer ${key}` })
+
+/** Runs a statement on the test's database, as an operator (or another svc process) would. */
+export const execute = (statement: string, ...params: ReadonlyArray<unknown>) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) => sql.unsafe(statement, params as Array<any>))
+
+/** The newest sign-in code mailed to `email`. */
+export const latestCode = (config: AppConfigShape, email: string) =>
+  Effect.map(readOutbox(NodePath.join(config.dataDir, "outbox")), (messages) => {
+    const mine = messages.filter((message) => message.to === email)
+    const code = /sign-in code is (\d{6})/.exec(mine[mine.length - 1]?.text ?? "")?.[1]
+    if (code === undefined) throw new Error(`no code mailed to ${email}`)
+    return code
+  })
+
+type AreaServices = Layer.Layer.Success<ReturnType<typeof areasLayer>>
+
+/** Runs `body` with the areas' services on a fresh database (scoped: the test's scope owns them). */
+export const withAreas = <A, E>(
+  body: (config: AppConfigShape) => Effect.Effect<A, E, AreaServices | SqlClient.SqlClient>,
+  overrides: Partial<AppConfigShape> = {}
+) =>
+  Effect.gen(function*() {
+    const { config, context } = yield* areas(overrides)
+    return yield* Effect.provide(body(config), context)
+  })
