@@ -2,7 +2,7 @@
 import { HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
 import { Authorization } from "../kernel/http/Authorization.js"
-import { NullableTimestamp, RequestBody, Timestamp, Uuid } from "../kernel/http/Dto.js"
+import { MachineString, NullableTimestamp, RequestBody, Timestamp, Uuid } from "../kernel/http/Dto.js"
 import { IdempotencyHeaders } from "../kernel/http/Dto.js"
 import { EventStream } from "../kernel/http/Dto.js"
 import { Endpoint } from "../kernel/http/Endpoint.js"
@@ -16,7 +16,8 @@ import { maxAttachments, maxTextBytes } from "./Bounds.js"
 import { AgentsUnavailable, AgentTurnRunning, ConversationNotFound, NoActiveTurn, ProviderMismatch } from "./Errors.js"
 import { AgentEvent, AgentProvider, ReasoningEffort } from "./providers/Schemas.js"
 
-const Text = Schema.String.pipe(
+/** The agent gets it as an argument or a line of its input: no NUL byte. */
+const Text = MachineString.pipe(
   Schema.filter((text) => Buffer.byteLength(text, "utf8") <= maxTextBytes || "at most 256 KiB")
 )
 
@@ -36,7 +37,7 @@ export const AgentPromptRequest = RequestBody({
     default: () => []
   }),
   conversation_id: Schema.optionalWith(Schema.NullOr(Uuid), { default: () => null }),
-  model: Schema.optionalWith(Schema.NullOr(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200))), {
+  model: Schema.optionalWith(Schema.NullOr(MachineString.pipe(Schema.minLength(1), Schema.maxLength(200))), {
     default: () => null
   }),
   provider: Schema.optionalWith(Schema.NullOr(AgentProvider), { default: () => null }),

@@ -3,7 +3,7 @@ import { HttpApiGroup, HttpApiSchema } from "@effect/platform"
 import { Schema } from "effect"
 import { SecretsUnavailable } from "../kernel/crypto/SecretBox.js"
 import { Authorization } from "../kernel/http/Authorization.js"
-import { RequestBody, Timestamp, Uuid } from "../kernel/http/Dto.js"
+import { MachineString, RequestBody, Timestamp, Uuid } from "../kernel/http/Dto.js"
 import { AcceptedChange } from "../kernel/http/Dto.js"
 import { Endpoint } from "../kernel/http/Endpoint.js"
 import { ResourceNotFound } from "../kernel/http/Errors.js"
@@ -13,7 +13,8 @@ import { EnvironmentInUse } from "./Errors.js"
 const VariableName = Schema.String.pipe(
   Schema.pattern(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, { message: () => "a variable name like API_TOKEN" })
 )
-const VariableValue = Schema.String.pipe(Schema.maxLength(64 * 1024))
+/** A value goes into the machine's processes as `NAME=value`: no NUL byte. */
+const VariableValue = MachineString.pipe(Schema.maxLength(64 * 1024))
 const EnvironmentName = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(64))
 const maxVariables = 200
 

@@ -4,8 +4,13 @@ import { Schema } from "effect"
 import { MachineSize as Size, MachineState, StopReason } from "../kernel/domain/MachineStates.js"
 import { Authorization } from "../kernel/http/Authorization.js"
 import {
+  AbsoluteMachinePath,
   AcceptedChange,
   IdempotencyHeaders,
+  MachineArgument,
+  MachinePath,
+  MachineString,
+  maxArgumentBytes,
   NullableTimestamp,
   RequestBody,
   Timestamp,
@@ -58,16 +63,15 @@ const Seconds = Schema.NullOr(Schema.Int.pipe(Schema.between(1, 30 * 24 * 3600))
 export const CreateMachineRequest = RequestBody({
   name: MachineName,
   size: Schema.optionalWith(Size, { default: () => "default" as const }),
-  image: Schema.optionalWith(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)), {
+  image: Schema.optionalWith(MachineString.pipe(Schema.minLength(1), Schema.maxLength(200)), {
     default: () => "default"
   }),
   environment_id: Schema.optionalWith(Schema.NullOr(Uuid), { default: () => null }),
   internet_access: Schema.optionalWith(Schema.Boolean, { default: () => true }),
   auto_stop_seconds: Schema.optionalWith(Seconds, { default: () => null }),
   idle_sleep_seconds: Schema.optionalWith(Seconds, { default: () => null }),
-  setup_script: Schema.optionalWith(Schema.NullOr(Schema.String.pipe(Schema.maxLength(256 * 1024))), {
-    default: () => null
-  }),
+  /** Run as `sh -c <script>` at the first boot, so one argument's limit. */
+  setup_script: Schema.optionalWith(Schema.NullOr(MachineArgument), { default: () => null }),
   template: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null }),
   start: Schema.optionalWith(Schema.Boolean, { default: () => true })
 })
@@ -97,7 +101,7 @@ export const PatchMachineRequest = RequestBody({
 const PublicKey = Schema.String.pipe(
   Schema.maxLength(16 * 1024),
   Schema.pattern(
-    /^(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\.com|sk-ecdsa-sha2-nistp256@openssh\.com) [A-Za-z0-9+/]+={0,3}( [^\r\n]*)?$/,
+    /^(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\.com|sk-ecdsa-sha2-nistp256@openssh\.com) [A-Za-z0-9+/]+={0,3}( [^\r\n\0]*)?$/,
     { message: () => "an OpenSSH public key line such as \"ssh-ed25519 AAAA... comment\"" }
   )
 )
@@ -126,28 +130,56 @@ const Base64 = Schema.String.pipe(
   Schema.pattern(/^[A-Za-z0-9+/]*={0,2}$/, { message: () => "must be base64" })
 )
 
-export const ExecRequest = RequestBody({
-  command: Schema.optional(Schema.NonEmptyArray(Schema.String)),
-  shell: Schema.optional(Schema.String.pipe(Schema.minLength(1))),
-  cwd: Schema.optional(Schema.String),
-  env: Schema.optional(
-    Schema.Record({ key: Schema.String.pipe(Schema.pattern(/^[A-Za-z_][A-Za-z0-9_]*$/)), value: Schema.String })
+/** What one exec may hand the kernel: its arguments and variables, well under Linux's ARG_MAX. */
+const maxCommandBytes = 1024 * 1024
+
+const entryBytes = (name: string, value: string) => Buffer.byteLength(name) + 1 + Buffer.byteLength(value)
+
+/** The bytes an exec's arguments and variables take in the new process, each with its final NUL. */
+const commandBytes = (body: {
+  readonly command?: ReadonlyArray<string> | undefined
+  readonly shell?: string | undefined
+  readonly env?: Readonly<Record<string, string>> | undefined
+}) =>
+  (body.command ?? [body.shell ?? ""]).reduce((sum, arg) => sum + Buffer.byteLength(arg) + 1, 0) +
+  Object.entries(body.env ?? {}).reduce((sum, [name, value]) => sum + entryBytes(name, value) + 1, 0)
+
+const VariableEntries = Schema.Record({
+  key: Schema.String.pipe(
+    Schema.pattern(/^[A-Za-z_][A-Za-z0-9_]*$/, { message: () => "a variable name like API_TOKEN" })
   ),
+  value: MachineString
+}).pipe(
+  Schema.filter((env) => {
+    const long = Object.entries(env).find(([name, value]) => entryBytes(name, value) > maxArgumentBytes)
+    return long === undefined ||
+      { path: [long[0]], message: `NAME=value at most ${maxArgumentBytes} bytes (the kernel's limit for one entry)` }
+  })
+)
+
+export const ExecRequest = RequestBody({
+  command: Schema.optional(Schema.NonEmptyArray(MachineArgument)),
+  shell: Schema.optional(MachineArgument.pipe(Schema.minLength(1))),
+  cwd: Schema.optional(MachinePath),
+  env: Schema.optional(VariableEntries),
   stdin_base64: Schema.optional(Base64),
   timeout_seconds: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 3600)), { default: () => 300 })
 }).pipe(
   Schema.filter((body) =>
     (body.command === undefined) !== (body.shell === undefined) ||
     { path: ["command"], message: "give exactly one of command (argv) or shell" }
+  ),
+  Schema.filter((body) =>
+    commandBytes(body) <= maxCommandBytes ||
+    { path: ["command"], message: `the command and env together at most ${maxCommandBytes} bytes` }
   )
 )
 export type ExecRequest = typeof ExecRequest.Type
 
-const AbsolutePath = Schema.String.pipe(Schema.pattern(/^\//, { message: () => "must be an absolute path" }))
 const sixteenMiB = 16 * 1024 * 1024
 
 export const WriteFileRequest = RequestBody({
-  path: AbsolutePath,
+  path: AbsoluteMachinePath,
   data_base64: Base64.pipe(Schema.maxLength(Math.ceil(sixteenMiB / 3) * 4, {
     message: () => "at most 16 MiB of data"
   })),
@@ -160,7 +192,7 @@ export type WriteFileRequest = typeof WriteFileRequest.Type
 
 export const ReadFileRequest = RequestBody({
   ranges: Schema.Array(Schema.Struct({
-    path: AbsolutePath,
+    path: AbsoluteMachinePath,
     offset: Schema.optionalWith(Schema.Int.pipe(Schema.nonNegative()), { default: () => 0 }),
     size: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, sixteenMiB)), { default: () => sixteenMiB })
   })).pipe(Schema.minItems(1), Schema.maxItems(16))
@@ -171,7 +203,7 @@ export const MachineList = Schema.Struct({ items: Schema.Array(MachineDto), next
 
 export const ListMachinesParams = Schema.Struct({ ...pageFields(Schema.String), state: Schema.optional(MachineState) })
 
-const MachinePath = Schema.Struct({ id: Uuid })
+const MachineIdPath = Schema.Struct({ id: Uuid })
 const PortPath = Schema.Struct({ id: Uuid, port: Schema.NumberFromString.pipe(Schema.compose(PortNumber)) })
 
 /** An operation-accepting route on one machine: path id, idempotency key, 202, the 409s. */
@@ -189,7 +221,7 @@ const change = <
     policy: spec.policy,
     errors: [...acceptErrors, LimitExceeded, ...stateErrors, ...(spec.errors ?? ([] as unknown as Extra))]
   })
-    .setPath(MachinePath)
+    .setPath(MachineIdPath)
     .setHeaders(IdempotencyHeaders)
     .addSuccess(AcceptedChange, { status: 202 })
 
@@ -221,7 +253,7 @@ export class MachinesApi extends HttpApiGroup.make("machines")
   )
   .add(
     Endpoint.get("get", "/v1/machines/:id", { policy: policy("R", "header"), errors: [ResourceNotFound] })
-      .setPath(MachinePath)
+      .setPath(MachineIdPath)
       .addSuccess(MachineDto)
   )
   .add(
@@ -229,7 +261,7 @@ export class MachinesApi extends HttpApiGroup.make("machines")
       policy: policy("U", "header"),
       errors: [ResourceNotFound, NameTaken, MachineDeleted]
     })
-      .setPath(MachinePath)
+      .setPath(MachineIdPath)
       .setPayload(PatchMachineRequest)
       .addSuccess(MachineDto)
   )
