@@ -146,7 +146,14 @@ export const AbsoluteMachinePath = MachinePath.pipe(
     `an absolute path: no NUL byte, at most ${maxPathBytes} bytes, each name at most ${maxPathNameBytes} bytes`
 })
 
-export const IdempotencyHeaders = Schema.Struct({ "idempotency-key": Schema.optional(Schema.String) })
+export const IdempotencyHeaders = Schema.Struct({
+  "idempotency-key": Schema.optional(
+    Schema.String.annotations({
+      description: "A unique key per change: the same key and body answer the first operation again; the same key " +
+        "with another body answers 409 idempotency_conflict. Scoped to the organization."
+    })
+  )
+})
 
 export const AcceptedChange = Schema.Struct({
   operation_id: Uuid,
