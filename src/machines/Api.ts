@@ -159,12 +159,16 @@ const VariableEntries = Schema.Record({
 
 export const ExecRequest = RequestBody({
   command: Schema.optional(Schema.NonEmptyArray(MachineArgument)),
-  shell: Schema.optional(MachineArgument.pipe(Schema.minLength(1))),
+  shell: Schema.optional(
+    MachineArgument.pipe(Schema.minLength(1)).annotations({
+      description: "a line for /bin/sh -c: no NUL byte, at most 131071 bytes"
+    })
+  ),
   cwd: Schema.optional(MachinePath),
   env: Schema.optional(VariableEntries),
   stdin_base64: Schema.optional(Base64),
   timeout_seconds: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 3600)), { default: () => 300 })
-}).pipe(
+}, { allOf: [{ oneOf: [{ required: ["command"] }, { required: ["shell"] }] }] }).pipe(
   Schema.filter((body) =>
     (body.command === undefined) !== (body.shell === undefined) ||
     { path: ["command"], message: "give exactly one of command (argv) or shell" }

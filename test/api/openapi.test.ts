@@ -1,12 +1,14 @@
 /**
- * The published OpenAPI document: the one the API definition generates (schema/openapi.json is
- * current), and worth reading: every operation says what it does, who may call it, and which codes
+ * The published OpenAPI document: the one the API definition generates (schema/openapi.json and
+ * docs/api.md, made from it, are current), and worth reading: every operation says what it does, who may call it, and which codes
  * each of its error statuses carries; request bodies say they refuse unknown members.
  */
 import { OpenApi } from "@effect/platform"
 import { assert, describe, it } from "@effect/vitest"
 import { Either, Option, ParseResult, Schema } from "effect"
+import * as NodeChildProcess from "node:child_process"
 import * as NodeFs from "node:fs"
+import * as NodePath from "node:path"
 import { Api } from "../../src/Api.js"
 
 const document = JSON.parse(JSON.stringify(OpenApi.fromApi(Api)))
@@ -38,6 +40,26 @@ describe("openapi", () => {
   it("schema/openapi.json is current (regenerate with npm run openapi)", () => {
     const committed = JSON.parse(NodeFs.readFileSync("schema/openapi.json", "utf8"))
     assert.deepStrictEqual(committed, document)
+  })
+
+  it("docs/api.md is the reference bin/api-doc.mjs makes of this document (regenerate with npm run openapi)", () => {
+    const made = NodeChildProcess.execFileSync(process.execPath, ["bin/api-doc.mjs", "-"], {
+      input: JSON.stringify(document),
+      encoding: "utf8"
+    })
+    assert.strictEqual(NodeFs.readFileSync("docs/api.md", "utf8"), made)
+    for (const { operation } of operations) assert.include(made, `(\`${operation.operationId}\`)`)
+  })
+
+  it("docs/ are self-contained: every file they link to is in the repository, no outside spec is cited", () => {
+    for (const name of NodeFs.readdirSync("docs").filter((file) => file.endsWith(".md"))) {
+      const text = NodeFs.readFileSync(`docs/${name}`, "utf8")
+      assert.notMatch(text, /extensions\.md|shared\/spec|(?<![\w/.])api\.md(?!#)/, name)
+      for (const [, target] of text.matchAll(/\]\(([^)#\s]+)(?:#[^)]*)?\)/g)) {
+        if (/^[a-z]+:/.test(target!)) continue
+        assert.isTrue(NodeFs.existsSync(NodePath.join("docs", target!)), `${name} links to ${target}`)
+      }
+    }
   })
 
   it("every operation has a summary, a description ending with its access, and its group's tag", () => {

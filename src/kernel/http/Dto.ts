@@ -18,10 +18,18 @@ export const isoOrNull = (millis: number | null) => (millis === null ? null : is
  *   `internet_acess` must never be dropped silently;
  * - an empty body (no bytes, with or without a content type) reads as `{}`, so a body whose members
  *   are all optional may be left out, and one with required members names each missing one.
- * The published document shows the object itself (`additionalProperties: false`).
+ * The published document shows the object itself (`additionalProperties: false`), with `jsonSchema`
+ * added (such as exec's rule: one of command and shell).
  */
-export const RequestBody = <Fields extends Schema.Struct.Fields>(fields: Fields) => {
-  const struct = Schema.Struct(fields).annotations({ parseOptions: { errors: "all", onExcessProperty: "error" } })
+export const RequestBody = <Fields extends Schema.Struct.Fields>(
+  fields: Fields,
+  /** What the document adds to the object's JSON Schema: a rule between members a filter checks. */
+  jsonSchema?: object
+) => {
+  const struct = Schema.Struct(fields).annotations({
+    parseOptions: { errors: "all", onExcessProperty: "error" },
+    ...(jsonSchema === undefined ? {} : { jsonSchema })
+  })
   return Schema.transform(Schema.Unknown, struct, {
     strict: false,
     decode: (body) => (isEmptyBody(body) ? {} : body),

@@ -217,7 +217,8 @@ export const Endpoint = {
 
 /**
  * The whole document's finish, for the API's OpenApi.Transform: the security schemes the routes
- * refer to, and a request body marked optional where all its members are (it may be left out).
+ * refer to, a request body marked optional where all its members are (it may be left out), and
+ * only the shapes the routes use (the platform's own decode error is never answered).
  */
 export const publishDocument = (document: Record<string, any>): Record<string, any> => {
   const schemas = document.components.schemas as Record<string, any>
@@ -228,8 +229,30 @@ export const publishDocument = (document: Record<string, any>): Record<string, a
       const body = operation.requestBody?.content?.["application/json"]?.schema
       if (body === undefined) continue
       const object = resolve(body)
-      if (object?.type === "object" && (object.required ?? []).length === 0) operation.requestBody.required = false
+      const optional = object?.type === "object" && (object.required ?? []).length === 0 &&
+        object.oneOf === undefined && object.anyOf === undefined && object.allOf === undefined
+      if (optional) operation.requestBody.required = false
     }
   }
-  return { ...document, components: { ...document.components, securitySchemes } }
+  return { ...document, components: { schemas: used(document.paths, schemas), securitySchemes } }
+}
+
+/** The component schemas `paths` refers to, directly or through each other, in their order. */
+const used = (paths: unknown, schemas: Record<string, unknown>) => {
+  const names = new Set<string>()
+  const visit = (value: unknown): void => {
+    if (Array.isArray(value)) return value.forEach(visit)
+    if (typeof value !== "object" || value === null) return
+    for (const [key, child] of Object.entries(value)) {
+      if (key === "$ref" && typeof child === "string" && child.startsWith("#/components/schemas/")) {
+        const name = child.slice("#/components/schemas/".length)
+        if (!names.has(name)) {
+          names.add(name)
+          visit(schemas[name])
+        }
+      } else visit(child)
+    }
+  }
+  visit(paths)
+  return Object.fromEntries(Object.entries(schemas).filter(([name]) => names.has(name)))
 }
