@@ -1,7 +1,7 @@
 /**
  * Starting a machine's sandbox (bwrap) and telling when it is up, two ways with one shape:
  *
- * - `hostSpawner`: through the spawner (SpawnerScript.ts), a small Perl process svc starts once.
+ * - `hostSpawner`: through the spawner (spawner.pl), a small Perl process svc starts once.
  *   A spawn from svc forks the whole svc process (milliseconds with its heap, the event loop
  *   standing still, and the fork's copy-on-write faults slow the child down until it execs);
  *   the spawner's fork is of a few MB, off svc's event loop, and it joins the cgroups and waits
@@ -9,8 +9,8 @@
  * - `inProcess`: svc spawns bwrap itself, on a host without Perl.
  *
  * Both give bwrap `--info-fd 3` (its pid 1's host pid) and a pipe on fd 4 that the machine's first
- * process writes a byte to once it runs (Bwrap.ts): pid 1 has set the machine's root up by then.
- * No polling: before, svc looked for pid 1's first child every 2 ms.
+ * process writes a byte to once it runs (Bwrap.ts): pid 1 has set the machine's root up by then,
+ * so nothing polls.
  */
 import * as NodeChild from "node:child_process"
 import * as NodeFs from "node:fs"
