@@ -23,9 +23,9 @@ export MALLOC_ARENA_MAX="\${MALLOC_ARENA_MAX:-2}"
 exec node \${SVC_NODE_FLAGS:-} "$(dirname "$0")/cli/svc.mjs" "$@"
 `
 
-/** The Perl programs under src/drivers, by path: src/drivers/PerlSource.ts reads them from here in the bundle. */
-const perlSources = Object.fromEntries(
-  NodeFs.readdirSync("src/drivers", { recursive: true }).filter((file) => String(file).endsWith(".pl")).map((
+/** The Perl and shell programs under src/drivers, by path: src/drivers/Embedded.ts reads them from here in the bundle. */
+const embedded = Object.fromEntries(
+  NodeFs.readdirSync("src/drivers", { recursive: true }).filter((file) => /\.(pl|sh)$/.test(String(file))).map((
     file
   ) => [
     String(file).split(NodePath.sep).join("/"),
@@ -53,7 +53,7 @@ await build({
     js:
       "import { createRequire as svcCreateRequire } from 'node:module'; const require = svcCreateRequire(import.meta.url);"
   },
-  define: { SVC_PERL_SOURCES: JSON.stringify(perlSources) },
+  define: { SVC_EMBEDDED: JSON.stringify(embedded) },
   logLevel: "warning"
 })
 

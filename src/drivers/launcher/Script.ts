@@ -3,8 +3,8 @@
  * at its top). It travels on a command line (`perl -e`, inside the machine, where no file of svc's
  * is visible), so it goes without its comments and indentation.
  */
-import { perlSource } from "../PerlSource.js"
+import { embeddedText } from "../Embedded.js"
 
-export const launcherScript = perlSource("launcher/launcher.pl").split("\n").map((line) => line.trim()).filter((
+export const launcherScript = embeddedText("launcher/launcher.pl").split("\n").map((line) => line.trim()).filter((
   line
 ) => line !== "" && !line.startsWith("#")).join("\n")
