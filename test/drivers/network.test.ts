@@ -209,6 +209,21 @@ describe("sandbox network", () => {
         assert.match(yield* probe(driver, id, outside.address, 80), /^unreachable/)
       })))
 
+  test("a change enters only the namespace recorded at boot, never one a reused pid would name", () =>
+    withMachine(specOf(freshId("ns")), (driver, { id }) =>
+      Effect.gen(function*() {
+        const runFile = NodePath.join(dir.dataDir, "machines", id, "run.json")
+        const record = JSON.parse(NodeFs.readFileSync(runFile, "utf8"))
+        assert.match(record.netns, /^net:\[\d+\]$/)
+        // As if pid 1's number now named another process: the host's own namespace, say.
+        NodeFs.writeFileSync(runFile, JSON.stringify({ ...record, netns: NodeFs.readlinkSync("/proc/self/ns/net") }))
+        const other = Context.get(yield* Layer.build(driverLayer()), MachineDriver)
+        const refused = yield* Effect.flip(other.setInternetAccess(id, true))
+        assert.include(refused.message, "network namespace is gone")
+        assert.isUndefined(slirpOf(id))
+        NodeFs.writeFileSync(runFile, JSON.stringify(record))
+      })))
+
   test("a new svc rebuilds an internet path that died while none ran; a stop ends the path", () =>
     Effect.gen(function*() {
       const outside = yield* outsideHost

@@ -61,15 +61,12 @@ export const hostAddresses = (): ReadonlyArray<string> => {
 }
 
 /**
- * The machine's nftables table: one transaction that replaces it whole. Output only: nothing comes
- * in but answers (slirp4netns forwards no port into the machine). Rejected, not dropped, so a
- * blocked connection fails at once.
+ * The machine's nftables table. Output only: nothing comes in but answers (slirp4netns forwards no
+ * port into the machine). Rejected, not dropped, so a blocked connection fails at once.
  */
 export const rules = (settings: NetworkSettings, host: ReadonlyArray<string>) => {
   const blocked = [...alwaysBlocked, ...(settings.lan ? [] : lanRanges)]
   return [
-    "table inet svc",
-    "delete table inet svc",
     "table inet svc {",
     "  chain output {",
     "    type filter hook output priority filter; policy accept;",
@@ -94,6 +91,8 @@ export interface NetPaths {
   /** The machine's folder (`<data dir>/machines/<id>`). */
   readonly dir: string
   readonly rules: string
+  /** The same, replacing the table a running machine has: one transaction, never without rules. */
+  readonly replaceRules: string
   readonly resolvConf: string
   readonly slirpPid: string
 }
@@ -101,6 +100,7 @@ export interface NetPaths {
 export const netPaths = (dir: string): NetPaths => ({
   dir,
   rules: NodePath.join(dir, "net.nft"),
+  replaceRules: NodePath.join(dir, "net-replace.nft"),
   resolvConf: NodePath.join(dir, "resolv.conf"),
   slirpPid: NodePath.join(dir, "slirp.pid")
 })
@@ -111,7 +111,9 @@ export const netPaths = (dir: string): NetPaths => ({
  * which forwards to the host's resolver).
  */
 export const writeFiles = (paths: NetPaths, settings: NetworkSettings) => {
-  writeAtomic(paths.rules, rules(settings, hostAddresses()))
+  const table = rules(settings, hostAddresses())
+  writeAtomic(paths.rules, table)
+  writeAtomic(paths.replaceRules, `table inet svc\ndelete table inet svc\n${table}`)
   if (!NodeFs.existsSync(paths.resolvConf)) writeAtomic(paths.resolvConf, `nameserver ${slirpDns}\n`)
 }
 
@@ -134,6 +136,15 @@ export interface NetTools {
   /** For internet access; without them a machine with internet access cannot boot. */
   readonly slirp4netns?: string | undefined
   readonly nft?: string | undefined
+}
+
+/** The network namespace of process `pid` as readlink shows it (`net:[inode]`), if it can be read. */
+export const netnsOf = (pid: number) => {
+  try {
+    return NodeFs.readlinkSync(`/proc/${pid}/ns/net`)
+  } catch {
+    return undefined
+  }
 }
 
 /** svc's own network namespace, where slirp4netns makes its sockets. */
@@ -221,14 +232,29 @@ export const killSlirp = (paths: NetPaths): () => boolean => {
 }
 
 /**
- * Runs net.sh `attach` for the running machine whose pid 1 is `pid`, from svc's namespace, in a
+ * Runs net.sh `attach` for the running machine whose pid 1 is `pid` and whose namespace is `netns`
+ * (recorded at boot: net.sh checks it is still the one it enters), from svc's namespace, in a
  * session of its own (the slirp4netns it starts outlives svc).
  */
-export const attach = (tools: NetTools, settings: NetworkSettings, paths: NetPaths, pid: number) =>
+export const attach = (
+  tools: NetTools,
+  settings: NetworkSettings,
+  paths: NetPaths,
+  pid: number,
+  netns: string
+) =>
   Effect.async<void, DriverError>((resume) => {
     const why = missing(tools)
     if (why !== undefined) return resume(Effect.fail(new DriverError({ message: why })))
-    const args = [paths.dir, `/proc/${pid}/ns/net`, hostNetns(), loopback(settings), settings.resolvConf ?? ""]
+    const args = [
+      paths.dir,
+      `/proc/${pid}/ns/net`,
+      hostNetns(),
+      loopback(settings),
+      settings.resolvConf ?? "",
+      "0",
+      netns
+    ]
     const child = NodeChild.spawn("/bin/sh", ["-c", script, "svc-net", "attach", ...args], {
       detached: true,
       env: { PATH: process.env.PATH ?? "/usr/sbin:/usr/bin:/sbin:/bin" },

@@ -81,6 +81,8 @@ interface RunRecord {
    * namespace of svc's making; such a boot keeps the network it has until it is restarted.
    */
   readonly internet?: boolean | undefined
+  /** The machine's network namespace (`net:[inode]`), so that a change never enters another one. */
+  readonly netns?: string | undefined
 }
 
 const bootTimeoutMs = 10_000
@@ -240,6 +242,7 @@ export const make = (
           bootId,
           env: spec.env,
           internet: spec.internetAccess,
+          netns: Network.netnsOf(pid),
           ...(groups.length === 0 ? {} : { groups, cgroupCpuAtBoot: Cgroups.cpuSeconds(groups) })
         }
         try {
@@ -327,7 +330,7 @@ export const make = (
   const setNetwork = (id: string, record: RunRecord, enabled: boolean) =>
     netLock(id).withPermits(1)(Effect.gen(function*() {
       const net = netOf(id)
-      if (record.internet === undefined) {
+      if (record.internet === undefined || record.netns === undefined) {
         const has = sharesHostNetwork(record.pid)
         if (has === enabled) return
         return yield* new DriverError({
@@ -345,7 +348,7 @@ export const make = (
       let gone = () => true
       if (enabled) {
         yield* attempt("network", () => Network.writeFiles(net, network))
-        yield* Network.attach(tools, network, net, record.pid)
+        yield* Network.attach(tools, network, net, record.pid, record.netns)
       } else {
         gone = yield* attempt("network", () => Network.killSlirp(net))
       }

@@ -6,10 +6,13 @@
 #       namespace so that nothing in the machine can change its interfaces or rules. Brings `lo`
 #       up, lets the machine's root bind low ports and ping, attaches the internet path when
 #       INTERNET is 1, then becomes ARGV (bwrap).
-#   attach MACHINE_DIR NETNS HOST_NETNS HOST_LOOPBACK RESOLV
-#       Loads MACHINE_DIR/net.nft into NETNS (one transaction: the table is replaced whole), then
-#       starts slirp4netns on NETNS unless the one of MACHINE_DIR/slirp.pid runs there already, and
-#       returns once its interface is up (its --ready-fd).
+#   attach MACHINE_DIR NETNS HOST_NETNS HOST_LOOPBACK RESOLV 0 EXPECTED
+#       Loads MACHINE_DIR/net-replace.nft into NETNS (one transaction: the table is replaced whole;
+#       net.nft, the same without the replacing, at boot) and,
+#       meanwhile, starts slirp4netns on NETNS unless the one of MACHINE_DIR/slirp.pid runs already;
+#       returns once both are done (slirp4netns's --ready-fd: its interface is up). NETNS is
+#       opened once and must be EXPECTED (readlink's `net:[inode]`, recorded at boot): a path under
+#       /proc/<pid> could name another process's namespace by then, the host's among them.
 # svc itself ends a machine's slirp4netns (Network.killSlirp): its tap interface goes with it.
 # HOST_NETNS is a network namespace of svc's own (/proc/<pid>/ns/net): slirp4netns must make its
 # sockets there, not in the machine's. HOST_LOOPBACK 1 lets slirp4netns take 10.0.2.2 to the
@@ -36,41 +39,60 @@ slirp_of() {
   return 0
 }
 
+# attach DIR NS HOST LOOPBACK RESOLV FRESH: FRESH 1 in a namespace made just now (no table to
+# replace: nft needs no cache then, half its time).
 attach() {
-  dir=$1 ns=$2 host=$3 options=--disable-host-loopback resolv=$5
+  dir=$1 ns=$2 host=$3 options=--disable-host-loopback resolv=$5 fresh=$6 expected=${7-}
+  if [ "$fresh" != 1 ]; then
+    exec 7< "$ns"
+    ns=/proc/$$/fd/7
+    seen=$(readlink "$ns")
+    if [ "$seen" != "$expected" ] || [ "$seen" = "$(readlink "$host")" ]; then
+      echo "svc-net: the machine's network namespace is gone ($seen, not $expected)" >&2
+      exit 1
+    fi
+  fi
   [ "$4" = 1 ] && options=
   # shellcheck disable=SC2016
   [ -n "$resolv" ] && set -- unshare --mount -- /bin/sh -c 'mount --bind "$0" /etc/resolv.conf && exec "$@"' "$resolv"
   [ -z "$resolv" ] && set --
-  nsenter --net="$ns" nft -f "$dir/net.nft"
-  [ -n "$(slirp_of "$dir")" ] && return 0
-  ready="$dir/slirp.ready"
-  rm -f "$ready"
-  mkfifo -m 600 "$ready"
-  # None of our descriptors (fds 3 and 4 are bwrap's pipes at boot): it outlives svc and the boot;
-  # svc ends it at detach or stop. --enable-sandbox drops its capabilities. Started from a subshell
-  # that exits at once, so it is not a child of what this shell becomes (bwrap, which would leave it
-  # a zombie once killed). nsenter (and unshare, sh) exec it: the pid written is slirp4netns's.
-  # shellcheck disable=SC2086
-  (
-    nsenter --net="$host" "$@" slirp4netns --configure --mtu=65520 $options --enable-sandbox \
-      --enable-seccomp --netns-type=path --ready-fd=5 "$ns" tap0 \
-      < /dev/null >> "$dir/slirp.log" 2>&1 3>&- 4>&- 5> "$ready" &
-    echo $! > "$dir/slirp.started"
-  )
-  read -r pid < "$dir/slirp.started"
-  exec 6< "$ready"
-  rm -f "$ready"
-  # The ready byte, or the end of the pipe when slirp4netns failed before it.
-  byte=$(dd bs=1 count=1 <&6 2>/dev/null || true)
-  exec 6<&-
-  if [ "$byte" != 1 ]; then
-    kill -KILL "$pid" 2>/dev/null || true
-    echo "svc-net: slirp4netns did not start: $(tail -n 3 "$dir/slirp.log" 2>/dev/null | tr '\n' ' ')" >&2
+  pid=
+  if [ "$fresh" = 1 ]; then
+    # Nothing runs in the namespace yet: the rules load while slirp4netns starts.
+    nsenter --net="$ns" nft -f "$dir/net.nft" &
+    rules=$!
+  else
+    # A running machine: its rules are in place before any path out is.
+    nsenter --net="$ns" nft -f "$dir/net-replace.nft" || exit 1
+    rules=
+  fi
+  if [ -z "$(slirp_of "$dir")" ]; then
+    # None of our descriptors (fds 3 and 4 are bwrap's pipes at boot): it outlives svc and the
+    # boot; svc ends it at detach or stop. --enable-sandbox drops its capabilities. It is started in
+    # the background of a command substitution, which ends once it wrote its ready byte and closed
+    # that descriptor (or died): so it is no child of what this shell becomes (bwrap would leave it
+    # a zombie once killed). nsenter (and unshare, sh) exec it: $! is slirp4netns's pid.
+    # shellcheck disable=SC2086
+    out=$(
+      nsenter --net="$host" "$@" slirp4netns --configure --mtu=65520 $options --enable-sandbox \
+        --enable-seccomp --netns-type=path --ready-fd=5 "$ns" tap0 \
+        5>&1 < /dev/null >> "$dir/slirp.log" 2>&1 3>&- 4>&- &
+      echo "$!"
+    )
+    pid=${out%%[!0-9]*}
+    if [ "${out#"$pid"}" != "
+1" ]; then
+      kill -KILL "$pid" 2>/dev/null || true
+      echo "svc-net: slirp4netns did not start: $(tail -n 3 "$dir/slirp.log" 2>/dev/null | tr '\n' ' ')" >&2
+      exit 1
+    fi
+    echo "$pid $(started "$pid")" > "$dir/slirp.pid"
+  fi
+  if [ -n "$rules" ] && ! wait "$rules"; then
+    [ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null
+    echo "svc-net: the machine's nftables rules did not load" >&2
     exit 1
   fi
-  echo "$pid $(started "$pid")" > "$dir/slirp.pid.tmp"
-  mv "$dir/slirp.pid.tmp" "$dir/slirp.pid"
 }
 
 command=$1
@@ -82,11 +104,13 @@ case "$command" in
     # The machine's own environment goes on to bwrap as it came.
     machine_path=${PATH-}
     PATH=/usr/sbin:/usr/bin:/sbin:/bin
-    ip link set lo up
+    ip link set lo up &
+    lo=$!
     # Its root is not root of this namespace's owner: low ports and ping are opened to all of it.
     echo 0 > /proc/sys/net/ipv4/ip_unprivileged_port_start
     echo '0 2147483647' > /proc/sys/net/ipv4/ping_group_range
-    [ "$internet" = 1 ] && attach "$dir" "/proc/$$/ns/net" "$host" "$loopback" "$resolv"
+    if [ "$internet" = 1 ]; then attach "$dir" "/proc/$$/ns/net" "$host" "$loopback" "$resolv" 1; fi
+    wait "$lo" || exit 1
     PATH=$machine_path
     exec "$@"
     ;;
