@@ -210,7 +210,7 @@ describe("sandbox network", () => {
       })))
 
   test("a change enters only the namespace recorded at boot, never one a reused pid would name", () =>
-    withMachine(specOf(freshId("ns")), (driver, { id }) =>
+    withMachine(specOf(freshId("ns")), (_, { id }) =>
       Effect.gen(function*() {
         const runFile = NodePath.join(dir.dataDir, "machines", id, "run.json")
         const record = JSON.parse(NodeFs.readFileSync(runFile, "utf8"))

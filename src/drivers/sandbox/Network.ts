@@ -159,19 +159,26 @@ const missing = (tools: NetTools) =>
     : undefined
 
 /**
- * The start of a machine's boot command line: a new network namespace, set up by net.sh, which
- * then runs what follows (bwrap). Answers the reason instead when internet access cannot be given.
+ * A machine's boot command line around `bwrap` (its argv): a new network namespace set up by
+ * net.sh, which then runs bwrap (`argv`); and what to run in a namespace the spawner made itself,
+ * lo up (`afterNetns`: bwrap alone without internet access, else net.sh's `online` first). Answers
+ * the reason instead when internet access cannot be given.
  */
-export const bootPrefix = (
+export const bootCommand = (
   tools: NetTools,
   settings: NetworkSettings,
   paths: NetPaths,
-  internet: boolean
-): ReadonlyArray<string> | string => {
+  internet: boolean,
+  bwrap: ReadonlyArray<string>
+): { readonly argv: ReadonlyArray<string>; readonly afterNetns: ReadonlyArray<string> } | string => {
   const why = internet ? missing(tools) : undefined
   if (why !== undefined) return why
-  const options = [paths.dir, hostNetns(), internet ? "1" : "0", loopback(settings), settings.resolvConf ?? ""]
-  return [tools.unshare, "--net", "--", "/bin/sh", "-c", script, "svc-net", "boot", ...options, "--"]
+  const options = [paths.dir, hostNetns(), internet ? "1" : "0", loopback(settings), settings.resolvConf ?? "", "--"]
+  const net = (command: string) => ["/bin/sh", "-c", script, "svc-net", command, ...options]
+  return {
+    argv: [tools.unshare, "--net", "--", ...net("boot"), ...bwrap],
+    afterNetns: internet ? [...net("online"), ...bwrap] : bwrap
+  }
 }
 
 /** The pid of the machine's slirp4netns while it runs (its pid and start time as recorded). */

@@ -255,23 +255,23 @@ export const make = (
         finish(Effect.succeed(record))
       }
       const net = netOf(spec.id)
-      // The machine's network namespace is made and set up by net.sh, which then becomes bwrap.
-      const prefix = Network.bootPrefix(tools, network, net, spec.internetAccess)
-      if (typeof prefix === "string") return finish(Effect.fail(new DriverError({ message: prefix })))
+      // The machine's network namespace is made and set up before bwrap (Network.ts).
+      const command = Network.bootCommand(tools, network, net, spec.internetAccess, [
+        tools.bwrap,
+        ...bwrapArgs({
+          diskDir: machine.disk,
+          hostname: hostnameOf(spec.id),
+          resolvConf: net.resolvConf,
+          resolvTarget,
+          toolsDir: options.agentsDir,
+          infoFd: 3,
+          readyFd: 4
+        })
+      ])
+      if (typeof command === "string") return finish(Effect.fail(new DriverError({ message: command })))
       spawner.start({
-        argv: [
-          ...prefix,
-          tools.bwrap,
-          ...bwrapArgs({
-            diskDir: machine.disk,
-            hostname: hostnameOf(spec.id),
-            resolvConf: net.resolvConf,
-            resolvTarget,
-            toolsDir: options.agentsDir,
-            infoFd: 3,
-            readyFd: 4
-          })
-        ],
+        argv: command.argv,
+        afterNetns: command.afterNetns,
         // bwrap hands its environment to the machine: not on its command line, which every host user can read
         env: { PATH: machinePath, HOME: machineHome, ...spec.env },
         logFile,

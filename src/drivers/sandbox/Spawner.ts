@@ -21,8 +21,13 @@ import * as Cgroups from "./Cgroups.js"
 import { spawnerScript } from "./SpawnerScript.js"
 
 export interface SandboxStart {
-  /** bwrap and its arguments (with `--info-fd 3`). */
+  /** bwrap and its arguments (with `--info-fd 3`), behind the network set-up of Network.ts. */
   readonly argv: ReadonlyArray<string>
+  /**
+   * What the spawner runs instead once it made the machine's network namespace itself (lo up, as
+   * net.sh's boot does): without the `unshare` and the shell of `argv` (Network.bootCommand).
+   */
+  readonly afterNetns?: ReadonlyArray<string> | undefined
   /** bwrap's whole environment, which it hands to the machine. */
   readonly env: Readonly<Record<string, string>>
   /** bwrap's stdout and stderr, truncated first. */
@@ -105,16 +110,22 @@ export const inProcess: Spawner = {
   }
 }
 
-/** `tag, log file, group count, cgroup.procs files..., argc, argv..., env name, value, ...` */
+/** The architectures whose unshare(2) number spawner.pl knows. */
+const nativeNetns = process.arch === "x64" || process.arch === "arm64"
+
+/** `tag, log file, netns, group count, cgroup.procs files..., argc, argv..., env name, value, ...` */
 const requestFrame = (tag: number, request: SandboxStart) => {
+  const native = nativeNetns ? request.afterNetns : undefined
+  const argv = native ?? request.argv
   const payload = Buffer.from(
     [
       String(tag),
       request.logFile,
+      native === undefined ? "" : "1",
       String(request.groups.length),
       ...request.groups.map((dir) => NodePath.join(dir, "cgroup.procs")),
-      String(request.argv.length),
-      ...request.argv,
+      String(argv.length),
+      ...argv,
       ...Object.entries(request.env).flat()
     ].join("\0")
   )

@@ -6,6 +6,8 @@
 #       namespace so that nothing in the machine can change its interfaces or rules. Brings `lo`
 #       up, lets the machine's root bind low ports and ping, attaches the internet path when
 #       INTERNET is 1, then becomes ARGV (bwrap).
+#   online (the same arguments)
+#       The same in a namespace whose lo and settings the spawner made itself (spawner.pl).
 #   attach MACHINE_DIR NETNS HOST_NETNS HOST_LOOPBACK RESOLV 0 EXPECTED
 #       Loads MACHINE_DIR/net-replace.nft into NETNS (one transaction: the table is replaced whole;
 #       net.nft, the same without the replacing, at boot) and,
@@ -98,19 +100,22 @@ attach() {
 command=$1
 shift
 case "$command" in
-  boot)
+  boot | online)
     dir=$1 host=$2 internet=$3 loopback=$4 resolv=$5
     shift 6
     # The machine's own environment goes on to bwrap as it came.
     machine_path=${PATH-}
     PATH=/usr/sbin:/usr/bin:/sbin:/bin
-    ip link set lo up &
-    lo=$!
-    # Its root is not root of this namespace's owner: low ports and ping are opened to all of it.
-    echo 0 > /proc/sys/net/ipv4/ip_unprivileged_port_start
-    echo '0 2147483647' > /proc/sys/net/ipv4/ping_group_range
+    lo=
+    if [ "$command" = boot ]; then
+      ip link set lo up &
+      lo=$!
+      # Its root is not root of this namespace's owner: low ports and ping are opened to all of it.
+      echo 0 > /proc/sys/net/ipv4/ip_unprivileged_port_start
+      echo '0 2147483647' > /proc/sys/net/ipv4/ping_group_range
+    fi
     if [ "$internet" = 1 ]; then attach "$dir" "/proc/$$/ns/net" "$host" "$loopback" "$resolv" 1; fi
-    wait "$lo" || exit 1
+    if [ -n "$lo" ]; then wait "$lo" || exit 1; fi
     PATH=$machine_path
     exec "$@"
     ;;

@@ -3,7 +3,8 @@
 # Loaded by SpawnerScript.ts, run with perl -e.
 #
 # Requests on stdin: `length (u32 BE) | payload`, the payload's fields joined by NUL:
-#   tag, log file, group count, cgroup.procs files..., argc, argv..., env name, value, ...
+#   tag, log file, netns (1: the child first moves into a new network namespace with lo up, as
+#   net.sh's boot does), group count, cgroup.procs files..., argc, argv..., env name, value, ...
 # Answers on stdout, one line each:
 #   S <tag> <pid>   forked: the pid of bwrap itself
 #   R <tag> <pid>   ready: bwrap's pid 1 (from --info-fd 3) has set the machine's root up and its
@@ -19,6 +20,12 @@ use warnings;
 $0 = 'svc-spawner';
 use POSIX ();
 use Fcntl ();
+use Socket ();
+use Config;
+
+# unshare(2) by number: perl-base has no syscall.ph. svc asks for a namespace only on these.
+my %unshareCall = (x86_64 => 272, aarch64 => 97);
+my ($arch) = $Config{archname} =~ /^([^-]+)/;
 
 $SIG{PIPE} = 'IGNORE';
 pipe(my $wakeRead, my $wakeWrite) or die "svc-spawner: pipe: $!\n";
@@ -83,7 +90,7 @@ sub settle {
 sub start {
   my ($payload) = @_;
   my @fields = split /\0/, $payload, -1;
-  my ($tag, $log, $groups) = splice(@fields, 0, 3);
+  my ($tag, $log, $netns, $groups) = splice(@fields, 0, 4);
   my @procs = splice(@fields, 0, $groups);
   my $argc = shift @fields;
   my @argv = splice(@fields, 0, $argc);
@@ -109,6 +116,12 @@ sub start {
     POSIX::dup2($info, 3);
     POSIX::dup2($ready, 4);
     POSIX::close($_) for ($null, $logFd, $info, $ready);
+    if ($netns) {
+      unless (newNetns()) {
+        print STDERR "svc-spawner: cannot make the machine's network namespace: $!\n";
+        POSIX::_exit(126);
+      }
+    }
     %ENV = %env;
     exec { $argv[0] } @argv or print STDERR "svc-spawner: cannot run $argv[0]: $!\n";
     POSIX::_exit(127);
@@ -120,6 +133,26 @@ sub start {
   $boots{$tag} = $boot;
   $bypid{$pid} = $boot;
   answer('S', $tag, $pid);
+}
+
+# In the forked child: a new network namespace, owned by the spawner's user namespace (the host's),
+# with lo up, low ports and ping open to every user of it (the machine's root is not its owner).
+sub newNetns {
+  my $call = $unshareCall{$arch // ''} or return;
+  syscall($call, 0x40000000) == 0 or return;
+  socket(my $sock, Socket::PF_INET(), Socket::SOCK_DGRAM(), 0) or return;
+  my $ifr = pack('a16 x24', 'lo');
+  ioctl($sock, 0x8913, $ifr) or return;
+  my $flags = unpack('x16 s', $ifr);
+  my $up = pack('a16 s x22', 'lo', $flags | 1);
+  ioctl($sock, 0x8914, $up) or return;
+  close $sock;
+  for (['ip_unprivileged_port_start', '0'], ['ping_group_range', '0 2147483647']) {
+    open(my $fh, '>', "/proc/sys/net/ipv4/$_->[0]") or return;
+    print {$fh} $_->[1];
+    close $fh or return;
+  }
+  return 1;
 }
 
 sub reap {
