@@ -130,6 +130,8 @@ const apiCreates = async () => {
 const curl = (url: string) => ["curl", "-s", "-o", "/dev/null", "-w", "%{speed_download}", url]
 
 const main = async () => {
+  // The spawner and its pipes do not keep node running (they must not keep svc running).
+  const keepAlive = setInterval(() => undefined, 1_000)
   const baseline = await bootBaseline()
   const { client, samples, served } = await apiCreates()
   const scope = Effect.runSync(Scope.make())
@@ -159,6 +161,7 @@ const main = async () => {
     line("baseline: boot command, svc's netns, online", baseline.online)
     console.log(`download ${mib} MiB from the outside host, MB/s: machine ${mb(inMachine)}   host curl ${mb(onHost)}`)
   } finally {
+    clearInterval(keepAlive)
     spawner.close()
     await Effect.runPromise(Scope.close(scope, Exit.void))
     await client.close()

@@ -60,8 +60,8 @@ attach() {
   [ -z "$resolv" ] && set --
   pid=
   if [ "$fresh" = 1 ]; then
-    # Nothing runs in the namespace yet: the rules load while slirp4netns starts.
-    nsenter --net="$ns" nft -f "$dir/net.nft" &
+    # This shell's own namespace, where nothing runs yet: the rules load while slirp4netns starts.
+    nft -f "$dir/net.nft" &
     rules=$!
   else
     # A running machine: its rules are in place before any path out is.
