@@ -42,7 +42,7 @@ const spawner = hostSpawner(which("perl"))
  * One boot through the spawner, as the driver does: until the machine's first process runs (its
  * ready byte), then its pid 1 is killed. Answers the milliseconds.
  */
-const bootOnce = (start: Pick<SandboxStart, "argv" | "afterNetns">, logFile: string) =>
+const bootOnce = (start: Pick<SandboxStart, "argv" | "afterNetns" | "netJob">, logFile: string) =>
   new Promise<number>((resolve, reject) => {
     const t0 = performance.now()
     spawner.start({ ...start, env: { PATH: "/usr/bin:/bin" }, logFile, groups: [] }, {

@@ -159,10 +159,11 @@ const missing = (tools: NetTools) =>
     : undefined
 
 /**
- * A machine's boot command line around `bwrap` (its argv): a new network namespace set up by
- * net.sh, which then runs bwrap (`argv`); and what to run in a namespace the spawner made itself,
- * lo up (`afterNetns`: bwrap alone without internet access, else net.sh's `online` first). Answers
- * the reason instead when internet access cannot be given.
+ * A machine's boot around `bwrap` (its argv). `argv`: a new network namespace set up by net.sh
+ * (lo, then the internet path when asked), which then runs bwrap. Or, for a spawner that makes the
+ * namespace itself (lo up): `afterNetns` (bwrap) with `netJob` (net.sh setup: the internet path,
+ * beside bwrap; absent without internet access). Answers the reason instead when internet access
+ * cannot be given.
  */
 export const bootCommand = (
   tools: NetTools,
@@ -170,14 +171,22 @@ export const bootCommand = (
   paths: NetPaths,
   internet: boolean,
   bwrap: ReadonlyArray<string>
-): { readonly argv: ReadonlyArray<string>; readonly afterNetns: ReadonlyArray<string> } | string => {
+):
+  | {
+    readonly argv: ReadonlyArray<string>
+    readonly afterNetns: ReadonlyArray<string>
+    readonly netJob: ReadonlyArray<string> | undefined
+  }
+  | string =>
+{
   const why = internet ? missing(tools) : undefined
   if (why !== undefined) return why
-  const options = [paths.dir, hostNetns(), internet ? "1" : "0", loopback(settings), settings.resolvConf ?? "", "--"]
+  const options = [paths.dir, hostNetns(), internet ? "1" : "0", loopback(settings), settings.resolvConf ?? ""]
   const net = (command: string) => ["/bin/sh", "-c", script, "svc-net", command, ...options]
   return {
-    argv: [tools.unshare, "--net", "--", ...net("boot"), ...bwrap],
-    afterNetns: internet ? [...net("online"), ...bwrap] : bwrap
+    argv: [tools.unshare, "--net", "--", ...net("boot"), "--", ...bwrap],
+    afterNetns: bwrap,
+    netJob: internet ? net("setup") : undefined
   }
 }
 

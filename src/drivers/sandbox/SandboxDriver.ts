@@ -272,6 +272,7 @@ export const make = (
       spawner.start({
         argv: command.argv,
         afterNetns: command.afterNetns,
+        netJob: command.netJob,
         // bwrap hands its environment to the machine: not on its command line, which every host user can read
         env: { PATH: machinePath, HOME: machineHome, ...spec.env },
         logFile,

@@ -25,9 +25,11 @@ export interface SandboxStart {
   readonly argv: ReadonlyArray<string>
   /**
    * What the spawner runs instead once it made the machine's network namespace itself (lo up, as
-   * net.sh's boot does): without the `unshare` and the shell of `argv` (Network.bootCommand).
+   * net.sh's boot does): bwrap without the `unshare` and the shell of `argv`, and beside it
+   * `netJob` when given (Network.bootCommand); the boot is ready once both are.
    */
   readonly afterNetns?: ReadonlyArray<string> | undefined
+  readonly netJob?: ReadonlyArray<string> | undefined
   /** bwrap's whole environment, which it hands to the machine. */
   readonly env: Readonly<Record<string, string>>
   /** bwrap's stdout and stderr, truncated first. */
@@ -113,15 +115,19 @@ export const inProcess: Spawner = {
 /** The architectures whose unshare(2) number spawner.pl knows. */
 const nativeNetns = process.arch === "x64" || process.arch === "arm64"
 
-/** `tag, log file, netns, group count, cgroup.procs files..., argc, argv..., env name, value, ...` */
+/**
+ * `tag, log file, netns, [net argc, net argv...], group count, cgroup.procs files..., argc, argv...,
+ * env name, value, ...` (spawner.pl)
+ */
 const requestFrame = (tag: number, request: SandboxStart) => {
   const native = nativeNetns ? request.afterNetns : undefined
   const argv = native ?? request.argv
+  const netJob = request.netJob ?? []
   const payload = Buffer.from(
     [
       String(tag),
       request.logFile,
-      native === undefined ? "" : "1",
+      ...(native === undefined ? [""] : ["1", String(netJob.length), ...netJob]),
       String(request.groups.length),
       ...request.groups.map((dir) => NodePath.join(dir, "cgroup.procs")),
       String(argv.length),

@@ -6,8 +6,9 @@
 #       namespace so that nothing in the machine can change its interfaces or rules. Brings `lo`
 #       up, lets the machine's root bind low ports and ping, attaches the internet path when
 #       INTERNET is 1, then becomes ARGV (bwrap).
-#   online (the same arguments)
-#       The same in a namespace whose lo and settings the spawner made itself (spawner.pl).
+#   setup MACHINE_DIR HOST_NETNS 1 HOST_LOOPBACK RESOLV
+#       The internet path of a namespace the spawner made itself (lo up: spawner.pl), run there
+#       beside bwrap; writes a byte on fd 6 once done.
 #   attach MACHINE_DIR NETNS HOST_NETNS HOST_LOOPBACK RESOLV 0 EXPECTED
 #       Loads MACHINE_DIR/net-replace.nft into NETNS (one transaction: the table is replaced whole;
 #       net.nft, the same without the replacing, at boot) and,
@@ -78,7 +79,7 @@ attach() {
     out=$(
       nsenter --net="$host" "$@" slirp4netns --configure --mtu=65520 $options --enable-sandbox \
         --enable-seccomp --netns-type=path --ready-fd=5 "$ns" tap0 \
-        5>&1 < /dev/null >> "$dir/slirp.log" 2>&1 3>&- 4>&- &
+        5>&1 < /dev/null >> "$dir/slirp.log" 2>&1 3>&- 4>&- 6>&- &
       echo "$!"
     )
     pid=${out%%[!0-9]*}
@@ -100,24 +101,25 @@ attach() {
 command=$1
 shift
 case "$command" in
-  boot | online)
+  boot)
     dir=$1 host=$2 internet=$3 loopback=$4 resolv=$5
     shift 6
     # The machine's own environment goes on to bwrap as it came.
     machine_path=${PATH-}
     PATH=/usr/sbin:/usr/bin:/sbin:/bin
-    lo=
-    if [ "$command" = boot ]; then
-      ip link set lo up &
-      lo=$!
-      # Its root is not root of this namespace's owner: low ports and ping are opened to all of it.
-      echo 0 > /proc/sys/net/ipv4/ip_unprivileged_port_start
-      echo '0 2147483647' > /proc/sys/net/ipv4/ping_group_range
-    fi
+    ip link set lo up &
+    lo=$!
+    # Its root is not root of this namespace's owner: low ports and ping are opened to all of it.
+    echo 0 > /proc/sys/net/ipv4/ip_unprivileged_port_start
+    echo '0 2147483647' > /proc/sys/net/ipv4/ping_group_range
     if [ "$internet" = 1 ]; then attach "$dir" "/proc/$$/ns/net" "$host" "$loopback" "$resolv" 1; fi
-    if [ -n "$lo" ]; then wait "$lo" || exit 1; fi
+    wait "$lo" || exit 1
     PATH=$machine_path
     exec "$@"
+    ;;
+  setup)
+    attach "$1" "/proc/$$/ns/net" "$2" "$4" "$5" 1
+    printf 1 >&6
     ;;
   attach) attach "$@" ;;
   *) echo "svc-net: unknown command $command" >&2; exit 2 ;;

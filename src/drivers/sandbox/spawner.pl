@@ -4,7 +4,10 @@
 #
 # Requests on stdin: `length (u32 BE) | payload`, the payload's fields joined by NUL:
 #   tag, log file, netns (1: the child first moves into a new network namespace with lo up, as
-#   net.sh's boot does), group count, cgroup.procs files..., argc, argv..., env name, value, ...
+#   net.sh's boot does), [with netns 1: net argc, net argv... (a network job for that namespace,
+#   may be none)], group count, cgroup.procs files..., argc, argv..., env name, value, ...
+# The network job (net.sh setup: rules, slirp4netns) runs beside bwrap, in the new namespace, and
+# writes a byte on its fd 6 once done; R waits for it too.
 # Answers on stdout, one line each:
 #   S <tag> <pid>   forked: the pid of bwrap itself
 #   R <tag> <pid>   ready: bwrap's pid 1 (from --info-fd 3) has set the machine's root up and its
@@ -54,7 +57,8 @@ sub forget {
   my ($boot) = @_;
   close $boot->{info} if $boot->{info};
   close $boot->{ready} if $boot->{ready};
-  $boot->{info} = $boot->{ready} = undef;
+  close $boot->{net} if $boot->{net};
+  $boot->{info} = $boot->{ready} = $boot->{net} = undef;
   delete $boots{ $boot->{tag} };
 }
 
@@ -74,7 +78,7 @@ sub flush {
 
 sub settle {
   my ($boot) = @_;
-  return unless $boot->{child} && $boot->{up};
+  return unless $boot->{child} && $boot->{up} && !$boot->{net};
   my $pid = $boot->{child};
   # svc hears first: a process's first move into a cgroup waits for an RCU grace period of the
   # kernel (docs/drivers.md "Cgroups at boot"). Nothing else runs in the
@@ -90,13 +94,16 @@ sub settle {
 sub start {
   my ($payload) = @_;
   my @fields = split /\0/, $payload, -1;
-  my ($tag, $log, $netns, $groups) = splice(@fields, 0, 4);
+  my ($tag, $log, $netns) = splice(@fields, 0, 3);
+  my @netArgv;
+  @netArgv = splice(@fields, 0, shift @fields) if $netns;
+  my $groups = shift @fields;
   my @procs = splice(@fields, 0, $groups);
   my $argc = shift @fields;
   my @argv = splice(@fields, 0, $argc);
   my %env = @fields;
-  my ($infoRead, $infoWrite, $readyRead, $readyWrite);
-  unless (pipe($infoRead, $infoWrite) && pipe($readyRead, $readyWrite)) {
+  my ($infoRead, $infoWrite, $readyRead, $readyWrite, $netRead, $netWrite);
+  unless (pipe($infoRead, $infoWrite) && pipe($readyRead, $readyWrite) && (!@netArgv || pipe($netRead, $netWrite))) {
     return answer('F', $tag, "pipe: $!");
   }
   my $pid = fork;
@@ -121,6 +128,7 @@ sub start {
         print STDERR "svc-spawner: cannot make the machine's network namespace: $!\n";
         POSIX::_exit(126);
       }
+      networkJob($netWrite, @netArgv) if @netArgv;
     }
     %ENV = %env;
     exec { $argv[0] } @argv or print STDERR "svc-spawner: cannot run $argv[0]: $!\n";
@@ -128,8 +136,11 @@ sub start {
   }
   close $infoWrite;
   close $readyWrite;
-  nonblocking($_) for ($infoRead, $readyRead);
-  my $boot = { tag => $tag, pid => $pid, procs => \@procs, info => $infoRead, ready => $readyRead, text => '' };
+  close $netWrite if $netWrite;
+  nonblocking($_) for grep { $_ } ($infoRead, $readyRead, $netRead);
+  my $boot = {
+    tag => $tag, pid => $pid, procs => \@procs, info => $infoRead, ready => $readyRead, net => $netRead, text => ''
+  };
   $boots{$tag} = $boot;
   $bypid{$pid} = $boot;
   answer('S', $tag, $pid);
@@ -153,6 +164,26 @@ sub newNetns {
     close $fh or return;
   }
   return 1;
+}
+
+# In the forked child, in the new namespace: the network job, started twice forked so that it is
+# nobody's child once bwrap runs (init reaps it), with the write end of its pipe as fd 6.
+sub networkJob {
+  my ($netWrite, @argv) = @_;
+  my $first = fork;
+  POSIX::_exit(126) unless defined $first;
+  if ($first == 0) {
+    my $second = fork;
+    POSIX::_exit(0) if !defined $second || $second;
+    POSIX::close($_) for 3, 4;
+    POSIX::dup2(fileno($netWrite), 6);
+    %ENV = (PATH => '/usr/sbin:/usr/bin:/sbin:/bin');
+    exec { $argv[0] } @argv or print STDERR "svc-spawner: cannot run $argv[0]: $!\n";
+    POSIX::_exit(127);
+  }
+  waitpid($first, 0);
+  close $netWrite;
+  return;
 }
 
 sub reap {
@@ -193,6 +224,17 @@ sub readReady {
   settle($boot);
 }
 
+sub readNet {
+  my ($boot) = @_;
+  my $got = sysread($boot->{net}, my $byte, 1);
+  return if !defined $got && $!{EAGAIN};
+  close $boot->{net};
+  $boot->{net} = undef;
+  # Closed without its byte: the network job failed (its reason is in the log).
+  return fail($boot, "the machine's network did not come up") unless $got;
+  settle($boot);
+}
+
 nonblocking(\*STDIN);
 nonblocking(\*STDOUT);
 binmode STDIN;
@@ -203,6 +245,7 @@ while (1) {
   for my $boot (values %boots) {
     vec($r, fileno($boot->{info}), 1) = 1 if $boot->{info};
     vec($r, fileno($boot->{ready}), 1) = 1 if $boot->{ready};
+    vec($r, fileno($boot->{net}), 1) = 1 if $boot->{net};
   }
   vec($w, 1, 1) = 1 if length $out;
   last if $inEnd && !length $out && !%boots;
@@ -229,6 +272,7 @@ while (1) {
   for my $boot (values %boots) {
     readInfo($boot) if $boot->{info} && vec($rr, fileno($boot->{info}), 1);
     readReady($boot) if $boots{ $boot->{tag} } && $boot->{ready} && vec($rr, fileno($boot->{ready}), 1);
+    readNet($boot) if $boots{ $boot->{tag} } && $boot->{net} && vec($rr, fileno($boot->{net}), 1);
   }
   flush() if vec($ww, 1, 1);
 }
