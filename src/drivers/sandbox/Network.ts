@@ -16,7 +16,7 @@ import * as NodeFs from "node:fs"
 import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
 import { embeddedText } from "../Embedded.js"
-import { procStat } from "../HostProcess.js"
+import { clockTicks, procStat } from "../HostProcess.js"
 import { DriverError } from "../MachineDriver.js"
 import { writeAtomic } from "../MachineFiles.js"
 
@@ -225,13 +225,18 @@ export const detached = (paths: NetPaths, pid: number) => {
   }
 }
 
+/** Now, in the clock ticks of /proc/<pid>/stat's start times (since the host booted). */
+export const ticksNow = () => Math.floor(Number(NodeFs.readFileSync("/proc/uptime", "utf8").split(" ")[0]) * clockTicks)
+
 /**
  * Ends the machine's slirp4netns, if it runs (a detach, a stop, a machine that ended while svc was
- * away), and answers a check of whether the process is gone (its tap interface goes with it).
+ * away; with `startedBefore`, only one started before that tick: not a boot's under way), and
+ * answers a check of whether the process is gone (its tap interface goes with it).
  */
-export const killSlirp = (paths: NetPaths): () => boolean => {
-  const pid = slirpOf(paths)
-  const start = pid === undefined ? undefined : procStat(pid)?.starttime
+export const killSlirp = (paths: NetPaths, startedBefore?: number): () => boolean => {
+  const found = slirpOf(paths)
+  const start = found === undefined ? undefined : procStat(found)?.starttime
+  const pid = startedBefore === undefined || (start !== undefined && start < startedBefore) ? found : undefined
   if (pid !== undefined) {
     try {
       process.kill(pid, "SIGKILL")
@@ -239,7 +244,7 @@ export const killSlirp = (paths: NetPaths): () => boolean => {
       // gone meanwhile
     }
   }
-  NodeFs.rmSync(paths.slirpPid, { force: true })
+  if (pid !== undefined || found === undefined) NodeFs.rmSync(paths.slirpPid, { force: true })
   return () => {
     if (pid === undefined) return true
     const stat = procStat(pid)

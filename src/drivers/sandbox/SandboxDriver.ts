@@ -374,6 +374,8 @@ export const make = (
    * meanwhile are ended.
    */
   const reconcileNetworks = Effect.gen(function*() {
+    // A machine that boots meanwhile (an operation resumed) may be starting its slirp4netns.
+    const began = yield* attempt("network", Network.ticksNow)
     const ids = yield* attempt("network", () => {
       try {
         return NodeFs.readdirSync(NodePath.join(options.dataDir, "machines"))
@@ -383,7 +385,7 @@ export const make = (
     })
     for (const id of ids) {
       const record = yield* attempt("network", () => running(id))
-      if (record === undefined) yield* attempt("network", () => Network.killSlirp(netOf(id)))
+      if (record === undefined) yield* attempt("network", () => Network.killSlirp(netOf(id), began))
       else if (record.internet !== undefined) yield* setNetwork(id, record, record.internet)
     }
   })
@@ -410,9 +412,11 @@ export const make = (
         const gone = yield* waitFor(() => !isAlive(record.pid, record.starttime), graceMs)
         if (!gone) return yield* new DriverError({ message: `stop: the sandbox of machine ${id} did not end` })
       }
-      // The internet path holds the namespace, not the machine: it ends here (also one left by a crash).
-      const slirpGone = yield* attempt("stop", () => Network.killSlirp(netOf(id)))
-      yield* waitFor(slirpGone, graceMs)
+      // The internet path holds the namespace, not the machine: it ends here (also one left by a
+      // crash), once a network change under way (the start-up sweep's) is done.
+      yield* netLock(id).withPermits(1)(
+        Effect.flatMap(attempt("stop", () => Network.killSlirp(netOf(id))), (gone) => waitFor(gone, graceMs))
+      )
       const groups = (yield* attempt("stop", () => readJson<RunRecord>(machine.run)))?.groups ?? cgroups.groupsOf(id)
       yield* waitFor(() => Cgroups.remove(groups), 1_000)
       yield* attempt("stop", () => NodeFs.rmSync(machine.run, { force: true }))
