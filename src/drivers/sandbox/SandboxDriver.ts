@@ -249,6 +249,7 @@ export const make = (
           writeAtomic(machine.run, JSON.stringify(record))
         } catch (cause) {
           killPid(pid, "SIGKILL")
+          Network.killSlirp(netOf(spec.id))
           return finish(Effect.fail(new DriverError({ message: "cannot record the sandbox", cause })))
         }
         booted.set(spec.id, record)

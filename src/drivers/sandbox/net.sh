@@ -89,7 +89,11 @@ attach() {
       echo "svc-net: slirp4netns did not start: $(tail -n 3 "$dir/slirp.log" 2>/dev/null | tr '\n' ' ')" >&2
       exit 1
     fi
-    echo "$pid $(started "$pid")" > "$dir/slirp.pid"
+    # Unrecorded, it would outlive the machine (its folder gone: a destroy during the boot).
+    if ! echo "$pid $(started "$pid")" > "$dir/slirp.pid"; then
+      kill -KILL "$pid" 2>/dev/null || true
+      exit 1
+    fi
   fi
   if [ -n "$rules" ] && ! wait "$rules"; then
     [ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null

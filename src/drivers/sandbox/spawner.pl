@@ -66,7 +66,8 @@ sub fail {
   my ($boot, $why) = @_;
   answer('F', $boot->{tag}, $why);
   kill 'KILL', $boot->{child} if $boot->{child};
-  kill 'KILL', $boot->{pid};
+  # The child's process group: bwrap, and the network job with the slirp4netns it started.
+  kill 'KILL', -$boot->{pid};
   forget($boot);
 }
 
