@@ -544,6 +544,14 @@ export const checkTools = attempt("sandbox driver", (): Tools => {
   if (unshare === undefined) throw new Error("unshare not found: install util-linux")
   const ip = which("ip")
   if (ip === undefined) throw new Error("ip not found: install iproute2 (machines' network namespaces need it)")
+  // Machines have internet access unless asked otherwise: without its path no default create boots.
+  const slirp4netns = which("slirp4netns")
+  const nft = which("nft")
+  if (slirp4netns === undefined || nft === undefined) {
+    throw new Error(
+      "slirp4netns or nft not found: install slirp4netns and nftables (machines' internet access needs them)"
+    )
+  }
   // Each machine's network namespace is made by svc, outside the machine's user namespace.
   const netProbe = NodeChild.spawnSync(unshare, ["--net", "--", ip, "link", "set", "lo", "up"], { encoding: "utf8" })
   if (netProbe.status !== 0) {
@@ -566,8 +574,8 @@ export const checkTools = attempt("sandbox driver", (): Tools => {
     nsenter,
     unshare,
     ip,
-    slirp4netns: which("slirp4netns"),
-    nft: which("nft"),
+    slirp4netns,
+    nft,
     perl: perl?.startsWith("/usr/") ? perl : undefined
   }
 })
@@ -601,11 +609,6 @@ export const layer = (options: {
       // With Perl, the spawner starts the sandboxes (Spawner.ts); it ends with the layer.
       const spawner = tools.perl === undefined ? inProcess : hostSpawner(tools.perl)
       yield* Effect.addFinalizer(() => Effect.sync(spawner.close))
-      if (tools.slirp4netns === undefined || tools.nft === undefined) {
-        yield* Effect.logWarning(
-          "slirp4netns or nft not found: machines with internet access cannot start (Debian packages slirp4netns, nftables)"
-        )
-      }
       const driver = make({
         dataDir: options.dataDir,
         cgroups,
