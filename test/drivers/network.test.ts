@@ -13,6 +13,7 @@ import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
 import { procStat } from "../../src/drivers/HostProcess.js"
 import { MachineDriver, type MachineDriverShape } from "../../src/drivers/MachineDriver.js"
+import * as Cgroups from "../../src/drivers/sandbox/Cgroups.js"
 import * as Network from "../../src/drivers/sandbox/Network.js"
 import * as SandboxDriver from "../../src/drivers/sandbox/SandboxDriver.js"
 import { outsideHost } from "../support/OutsideHost.js"
@@ -223,6 +224,23 @@ describe("sandbox network", () => {
         assert.isUndefined(slirpOf(id))
         NodeFs.writeFileSync(runFile, JSON.stringify(record))
       })))
+
+  test("an address the host gains while a machine runs is closed to it once the driver sees it", () =>
+    Effect.gen(function*() {
+      const tools = yield* SandboxDriver.checkTools
+      const driver = SandboxDriver.make({ dataDir: dir.dataDir, cgroups: Cgroups.none, tools })
+      const spec = specOf(freshId("gain"), { internetAccess: true })
+      yield* driver.create(spec)
+      yield* driver.start(spec)
+      const everywhere = yield* hostServer("0.0.0.0", "host everywhere")
+      // The outside host's veth gives the host a new address, public-looking (TEST-NET-2).
+      const outside = yield* outsideHost
+      assert.strictEqual(yield* probe(driver, spec.id, outside.hostAddress, everywhere), "host everywhere", "the hole")
+      yield* driver.refreshNetworks
+      assert.match(yield* probe(driver, spec.id, outside.hostAddress, everywhere), /^unreachable/)
+      assert.strictEqual(yield* probe(driver, spec.id, outside.address, 80), "outside\n", "its path stays")
+      yield* driver.destroy(spec.id)
+    }))
 
   test("a new svc rebuilds an internet path that died while none ran; a stop ends the path", () =>
     Effect.gen(function*() {

@@ -15,7 +15,7 @@
  * `nsenter`, so a background process started by one exec is there for the next, and ends with the
  * machine's pid 1 at stop.
  */
-import { Effect, Layer, Runtime } from "effect"
+import { Effect, Layer, Runtime, Schedule } from "effect"
 import * as NodeChild from "node:child_process"
 import * as NodeCrypto from "node:crypto"
 import * as NodeFs from "node:fs"
@@ -125,7 +125,10 @@ export const make = (
     readonly network?: Network.NetworkSettings | undefined
   },
   warnOnce: (message: string) => void = () => undefined
-): MachineDriverShape & { readonly reconcileNetworks: Effect.Effect<void, DriverError> } => {
+): MachineDriverShape & {
+  readonly reconcileNetworks: Effect.Effect<void, DriverError>
+  readonly refreshNetworks: Effect.Effect<void>
+} => {
   const { cgroups, tools } = options
   const spawner = options.spawner ?? inProcess
   const paths = (id: string) => machinePaths(options.dataDir, id)
@@ -329,7 +332,7 @@ export const make = (
    * a new svc converges to it, and a re-applied operation finds it), then net.sh acts, then the
    * state is observed. A boot by an older svc is left alone: its namespace may be the host's.
    */
-  const setNetwork = (id: string, record: RunRecord, enabled: boolean) =>
+  const setNetwork = (id: string, record: RunRecord, enabled: boolean, reloadRules = false) =>
     netLock(id).withPermits(1)(Effect.gen(function*() {
       const net = netOf(id)
       if (record.internet === undefined || record.netns === undefined) {
@@ -341,7 +344,7 @@ export const make = (
         })
       }
       const observed = () => enabled ? Network.attached(net, record.pid) : Network.detached(net, record.pid)
-      if (record.internet === enabled && observed()) return
+      if (record.internet === enabled && observed() && !(enabled && reloadRules)) return
       if (record.internet !== enabled) {
         const updated: RunRecord = { ...record, internet: enabled }
         yield* attempt("network", () => writeAtomic(paths(id).run, JSON.stringify(updated)))
@@ -374,22 +377,45 @@ export const make = (
    * path that died while svc was away is rebuilt), and the slirp4netns of machines that ended
    * meanwhile are ended.
    */
+  const machineIds = attempt("network", () => {
+    try {
+      return NodeFs.readdirSync(NodePath.join(options.dataDir, "machines"))
+    } catch {
+      return []
+    }
+  })
+
   const reconcileNetworks = Effect.gen(function*() {
     // A machine that boots meanwhile (an operation resumed) may be starting its slirp4netns.
     const began = yield* attempt("network", Network.ticksNow)
-    const ids = yield* attempt("network", () => {
-      try {
-        return NodeFs.readdirSync(NodePath.join(options.dataDir, "machines"))
-      } catch {
-        return []
-      }
-    })
+    const ids = yield* machineIds
     for (const id of ids) {
       const record = yield* attempt("network", () => running(id))
       if (record === undefined) yield* attempt("network", () => Network.killSlirp(netOf(id), began))
       else if (record.internet !== undefined) yield* setNetwork(id, record, record.internet)
     }
   })
+
+  /**
+   * When the host's addresses changed (an interface came up, an address was added), the rules of
+   * every running machine with internet access are written anew, so that the host stays closed on
+   * its new addresses too. The layer runs it every 10 seconds; each machine's failure is logged.
+   */
+  let hostAddresses = Network.hostAddresses().join(" ")
+  const refreshNetworks = Effect.gen(function*() {
+    const now = Network.hostAddresses().join(" ")
+    if (now === hostAddresses) return
+    hostAddresses = now
+    for (const id of yield* machineIds) {
+      const record = yield* attempt("network", () => running(id))
+      if (record?.internet !== true) continue
+      yield* setNetwork(id, record, true, true).pipe(
+        Effect.catchAll((error) =>
+          Effect.logWarning(`machine ${id}: its rules for the host's new addresses: ${error.message}`)
+        )
+      )
+    }
+  }).pipe(Effect.catchAll((error) => Effect.logWarning(`machine networks: ${error.message}`)))
 
   const stop: MachineDriverShape["stop"] = (id, { force }) =>
     Effect.gen(function*() {
@@ -526,7 +552,7 @@ export const make = (
         )
       })
   }
-  return Object.assign(shape, { reconcileNetworks })
+  return Object.assign(shape, { reconcileNetworks, refreshNetworks })
 }
 
 /** Finds bwrap and nsenter, and checks that bwrap can make namespaces here; one clear line if not. */
@@ -623,6 +649,7 @@ export const layer = (options: {
           Effect.catchAll((error) => Effect.logWarning(`machine networks: ${error.message}`))
         )
       )
+      yield* Effect.forkScoped(Effect.repeat(driver.refreshNetworks, Schedule.spaced("10 seconds")))
       return driver
     })
   )
