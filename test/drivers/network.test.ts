@@ -225,6 +225,26 @@ describe("sandbox network", () => {
         NodeFs.writeFileSync(runFile, JSON.stringify(record))
       })))
 
+  test("the host's mounts are left alone: a named network namespace outlives machines' internet paths", () =>
+    Effect.gen(function*() {
+      const outside = yield* outsideHost
+      const mounted = () =>
+        NodeFs.readFileSync("/proc/self/mountinfo", "utf8").includes(`/run/netns/${outside.namespace} `)
+      assert.isTrue(mounted())
+      yield* withMachine(
+        specOf(freshId("mounts"), { internetAccess: true }),
+        (driver, { id }) =>
+          Effect.gen(function*() {
+            yield* driver.setInternetAccess(id, false)
+            yield* driver.setInternetAccess(id, true)
+            assert.strictEqual(yield* probe(driver, id, outside.address, 80), "outside\n")
+          })
+      )
+      // slirp4netns's own sandbox unmounted it, through the host's shared mounts, before it ran in a
+      // private mount namespace.
+      assert.isTrue(mounted(), "/run/netns/<name> is still mounted")
+    }))
+
   test("an address the host gains while a machine runs is closed to it once the driver sees it", () =>
     Effect.gen(function*() {
       const tools = yield* SandboxDriver.checkTools

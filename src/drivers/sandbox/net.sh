@@ -56,9 +56,11 @@ attach() {
     fi
   fi
   [ "$4" = 1 ] && options=
+  # slirp4netns runs in a mount namespace of its own, private: its --enable-sandbox unmounts what it
+  # does not need, and through the host's shared mounts that unmounted /run/netns/* on the host.
+  set -- unshare --mount --propagation private --
   # shellcheck disable=SC2016
-  [ -n "$resolv" ] && set -- unshare --mount -- /bin/sh -c 'mount --bind "$0" /etc/resolv.conf && exec "$@"' "$resolv"
-  [ -z "$resolv" ] && set --
+  [ -n "$resolv" ] && set -- "$@" /bin/sh -c 'mount --bind "$0" /etc/resolv.conf && exec "$@"' "$resolv"
   pid=
   if [ "$fresh" = 1 ]; then
     # This shell's own namespace, where nothing runs yet: the rules load while slirp4netns starts.
@@ -74,7 +76,7 @@ attach() {
     # boot; svc ends it at detach or stop. --enable-sandbox drops its capabilities. It is started in
     # the background of a command substitution, which ends once it wrote its ready byte and closed
     # that descriptor (or died): so it is no child of what this shell becomes (bwrap would leave it
-    # a zombie once killed). nsenter (and unshare, sh) exec it: $! is slirp4netns's pid.
+    # a zombie once killed). nsenter, unshare (and sh) exec it: $! is slirp4netns's pid.
     # shellcheck disable=SC2086
     out=$(
       nsenter --net="$host" "$@" slirp4netns --configure --mtu=65520 $options --enable-sandbox \
