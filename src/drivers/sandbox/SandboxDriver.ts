@@ -644,12 +644,16 @@ export const layer = (options: {
         network: options.network
       }, warnOnce)
       // Adopted machines keep their network; a path that died while svc was away is rebuilt.
-      yield* Effect.forkScoped(
+      // Interruptible whatever builds the layer (a finalizer does, in destroyMachines): the layer's
+      // end interrupts them, and an uninterruptible repeat would keep it from ending.
+      yield* Effect.forkScoped(Effect.interruptible(
         driver.reconcileNetworks.pipe(
           Effect.catchAll((error) => Effect.logWarning(`machine networks: ${error.message}`))
         )
+      ))
+      yield* Effect.forkScoped(
+        Effect.interruptible(Effect.repeat(driver.refreshNetworks, Schedule.spaced("10 seconds")))
       )
-      yield* Effect.forkScoped(Effect.repeat(driver.refreshNetworks, Schedule.spaced("10 seconds")))
       return driver
     })
   )
