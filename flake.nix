@@ -10,7 +10,7 @@
     in {
       devShells = forAll (pkgs: {
         default = pkgs.mkShell {
-          packages = [ pkgs.nodejs_20 pkgs.bubblewrap pkgs.util-linux pkgs.sqlite pkgs.python3 pkgs.gnumake pkgs.gcc ];
+          packages = [ pkgs.nodejs_20 pkgs.bubblewrap pkgs.slirp4netns pkgs.nftables pkgs.iproute2 pkgs.util-linux pkgs.sqlite pkgs.python3 pkgs.gnumake pkgs.gcc ];
           shellHook = ''
             echo "svc dev shell: node $(node --version), $(bwrap --version), sqlite $(sqlite3 --version | cut -d' ' -f1)"
           '';

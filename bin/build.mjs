@@ -6,6 +6,7 @@
 // and the benchmarks run: the bundle with the node settings below.
 import { build } from "esbuild"
 import * as NodeFs from "node:fs"
+import * as NodePath from "node:path"
 
 /**
  * Node's own heap settings, and two malloc arenas. V8 returns what a burst left behind once the
@@ -21,6 +22,16 @@ export MALLOC_ARENA_MAX="\${MALLOC_ARENA_MAX:-2}"
 # SVC_NODE_FLAGS: node flags, e.g. "--max-semi-space-size=2 --heap-growing-percent=10" for a lower peak.
 exec node \${SVC_NODE_FLAGS:-} "$(dirname "$0")/cli/svc.mjs" "$@"
 `
+
+/** The Perl and shell programs under src/drivers, by path: src/drivers/Embedded.ts reads them from here in the bundle. */
+const embedded = Object.fromEntries(
+  NodeFs.readdirSync("src/drivers", { recursive: true }).filter((file) => /\.(pl|sh)$/.test(String(file))).map((
+    file
+  ) => [
+    String(file).split(NodePath.sep).join("/"),
+    NodeFs.readFileSync(NodePath.join("src/drivers", String(file)), "utf8")
+  ])
+)
 
 await build({
   entryPoints: ["src/cli/main.ts"],
@@ -42,6 +53,7 @@ await build({
     js:
       "import { createRequire as svcCreateRequire } from 'node:module'; const require = svcCreateRequire(import.meta.url);"
   },
+  define: { SVC_EMBEDDED: JSON.stringify(embedded) },
   logLevel: "warning"
 })
 

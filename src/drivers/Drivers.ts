@@ -16,7 +16,11 @@ import * as SandboxDriver from "./sandbox/SandboxDriver.js"
 export const layer = Layer.unwrapEffect(Effect.map(AppConfig, (config) => {
   switch (config.runtime) {
     case "sandbox":
-      return SandboxDriver.layer({ dataDir: config.dataDir, agentsDir: agentsDirOf(config) }).pipe(
+      return SandboxDriver.layer({
+        dataDir: config.dataDir,
+        agentsDir: agentsDirOf(config),
+        network: config.machineNetwork
+      }).pipe(
         Layer.catchAll((error) => unavailableLayer(error.message))
       )
     case "process":
@@ -42,6 +46,7 @@ const unavailable = (reason: string): MachineDriverShape => {
     stop: fail,
     destroy: fail,
     observe: fail,
+    setInternetAccess: fail,
     exec: fail,
     // Nothing runs on such a host, so no port answers.
     connectPort: (id) => Effect.fail(new NotRunning({ machineId: id })),

@@ -1,12 +1,8 @@
 /**
- * Running a command in a machine at most once per operation, even across a crash of svc.
- *
- * The command is wrapped in a small shell script that first creates a claim file named by the
- * operation id in the machine's own disk (`~/.svc/ops/<operation id>.claim`, created exclusively)
- * and writes the exit code next to it (`.exit`) when the command ends. When an `uncertain` operation is re-applied,
- * the same wrapper finds the marker and, instead of running the command again, waits for the first
- * run's exit code (or reports it lost when that run was killed with its machine). The output of
- * the first run was persisted as it came, so the operation's result is whole either way.
+ * Running a command in a machine at most once per operation, even across a crash of svc: the
+ * owner of the claim protocol (docs/drivers.md "Exactly once: the claim protocol"). The wrapper
+ * below is its reference implementation; the launcher (launcher/launcher.pl `claim`) keeps the
+ * same files on its common path, and test/drivers/launcher.test.ts runs each against the other.
  */
 export const lostExitCode = 255
 

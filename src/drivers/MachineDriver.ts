@@ -85,6 +85,12 @@ export interface MachineDriverShape {
   readonly destroy: (id: string) => Effect.Effect<void, DriverError>
   readonly observe: (id: string) => Effect.Effect<Observed, DriverError>
   /**
+   * Gives a running machine its internet path or takes it away, without a restart (same boot),
+   * and answers once the change is observed on the host (extensions.md §16). A machine that does
+   * not run has nothing to change: its next boot takes the setting from its spec. Safe to repeat.
+   */
+  readonly setInternetAccess: (id: string, enabled: boolean) => Effect.Effect<void, DriverError>
+  /**
    * Runs a command inside the running machine and answers its exit code once the command exits
    * (not when its pipes close: a background process it started may keep them and keeps running).
    * Output is handed to `onOutput` as it comes. Interrupting the effect kills the command's

@@ -46,6 +46,19 @@ export const ensureDisk = (paths: MachinePaths) => {
  * `freeze` and `thaw` for every driver, over its list of the machine's processes: SIGSTOP until
  * every one is stopped (a process forked meanwhile is caught by the next round), SIGCONT to resume.
  */
+/**
+ * Whether `pid` waits in vfork for its child to exec (a shell starting a command): it shows as `D`
+ * and takes no signal until then, and runs nothing before its child does, which the same rounds
+ * stop. Without this, a child stopped between its vfork and its exec left freeze waiting for good.
+ */
+const inVfork = (pid: number) => {
+  try {
+    return /fork|clone/.test(NodeFs.readFileSync(`/proc/${pid}/wchan`, "utf8"))
+  } catch {
+    return false
+  }
+}
+
 export const freezeWith = (processesOf: (id: string) => ReadonlyArray<number>): MachineDriverShape["freeze"] => (id) =>
   Effect.gen(function*() {
     // A process in uninterruptible sleep (disk I/O) stops only once it leaves it: on a busy host
@@ -54,6 +67,7 @@ export const freezeWith = (processesOf: (id: string) => ReadonlyArray<number>): 
     for (let round = 0; round < 1_000; round++) {
       const running = processesOf(id).filter((pid) => {
         const state = procStat(pid)?.state
+        if (state === "D" && inVfork(pid)) return false
         return state !== undefined && state !== "T" && state !== "t" && state !== "Z" && state !== "X"
       })
       if (running.length === 0) return

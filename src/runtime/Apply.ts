@@ -268,6 +268,8 @@ printf '%s\\n' "$1" >> "$f" && chmod 600 "$f"`,
       }
       case "set_internet_access": {
         const enabled = decoded.request.enabled ? 1 : 0
+        // A running machine's network changes now, and the driver answers once it sees the change.
+        if (machine.state === "running") yield* driver.setInternetAccess(machine.id, enabled === 1)
         return outcome({
           status: "succeeded",
           unchanged: machine.internet_access === enabled,

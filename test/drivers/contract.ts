@@ -389,6 +389,19 @@ export const driverContract = (name: string, makeLayer: MakeDriverLayer) =>
           yield* driver.thaw(id)
         })))
 
+    test("freeze also catches a shell between its vfork and its child's exec", () =>
+      withMachine(specOf(freshId()), (driver, { id }) =>
+        Effect.gen(function*() {
+          // A shell that starts a command every few milliseconds: some rounds stop its child after
+          // the vfork, before the exec, while the shell itself waits in the kernel (state D).
+          yield* run(driver, id, sh("nohup sh -c 'while true; do sleep 0.001; done' >/dev/null 2>&1 &"))
+          for (let round = 0; round < 150; round++) {
+            yield* driver.freeze(id)
+            yield* driver.thaw(id)
+            yield* Effect.sleep("2 millis")
+          }
+        })))
+
     test("stop of a stopped machine and destroy of a missing machine succeed", () =>
       Effect.gen(function*() {
         const driver = yield* MachineDriver

@@ -1,7 +1,7 @@
 /**
- * The launcher: it sleeps while nothing runs, and it keeps the exactly-once claim itself (launcher/Script.ts `claim`): the same files as
- * the shell wrapper (ExactlyOnce.ts), so each honours the other's claim, and the wrapper's shell
- * still runs when a claim exists. The real launcher, on the host (what it does in a machine is the
+ * The launcher: it sleeps while nothing runs, and it keeps the exactly-once claim itself
+ * (launcher.pl `claim`) in the protocol of docs/drivers.md "Exactly once: the claim protocol",
+ * whose owner is the shell wrapper (ExactlyOnce.ts): each side is run against the other here. The real launcher, on the host (what it does in a machine is the
  * same, with the machine's /proc/1), with a temporary HOME.
  */
 import { assert, describe, it } from "@effect/vitest"
@@ -120,6 +120,9 @@ describe("the launcher", () => {
         Effect.zipRight(Effect.sleep("100 millis"), run("op-b", slow(6)))
       ], { concurrency: "unbounded" })
       assert.deepStrictEqual(second, [6, 6])
+      // Once ended, each answers the other's exit file without running the command again.
+      assert.strictEqual(yield* wrapped(home, "op-a", slow(5)), 5)
+      assert.strictEqual(yield* run("op-b", slow(6)), 6)
       assert.strictEqual(NodeFs.readFileSync(log, "utf8"), "5\n6\n", "each ran once")
     }))
 

@@ -86,4 +86,48 @@ describe("sandbox spawner", () => {
       assert.isTrue(yield* waitFor(() => gone(pid1!) && gone(stuck.spawned!), 5_000))
       assert.include(stuck.failed, "the spawner ended")
     }))
+
+  it.live("a machine's network namespace, with its network job beside bwrap: ready needs both; a failed boot ends the job", () =>
+    Effect.gen(function*() {
+      const tools = yield* checkTools
+      const spawner = hostSpawner(tools.perl ?? "perl")
+      const dir = NodePath.dirname(logFile())
+      // The job tells its namespace and its pid, then writes its byte on fd 6 (or never does).
+      const job = (done: boolean) => [
+        "/bin/sh",
+        "-c",
+        `readlink /proc/self/ns/net > ${dir}/ns-$1; echo $$ > ${dir}/job-$1; ${
+          done ? "printf 1 >&6" : "exec sleep 300"
+        }`,
+        "job"
+      ]
+      const boot = (name: string, done: boolean) =>
+        startWith(spawner, {
+          ...sandbox(tools.bwrap, true),
+          argv: ["/bin/false"],
+          // As the driver runs it: bwrap keeps the namespace it is started in.
+          afterNetns: sandbox(tools.bwrap, true).argv.flatMap((arg) =>
+            arg === "--unshare-all" ? [arg, "--share-net"] : [arg]
+          ),
+          netJob: [...job(done), name]
+        })
+      const up = boot("up", true)
+      assert.isTrue(yield* waitFor(() => up.ready !== undefined || up.failed !== undefined, 5_000))
+      assert.isUndefined(up.failed)
+      const machineNs = NodeFs.readlinkSync(`/proc/${up.ready}/ns/net`)
+      assert.notStrictEqual(machineNs, NodeFs.readlinkSync("/proc/self/ns/net"), "a namespace of its own")
+      assert.strictEqual(NodeFs.readFileSync(NodePath.join(dir, "ns-up"), "utf8").trim(), machineNs, "the job's too")
+      // Made before the machine's own user namespace (so owned by the host's: network.test.ts
+      // checks that the machine's root cannot change it).
+      assert.notStrictEqual(NodeFs.readlinkSync(`/proc/${up.ready}/ns/user`), NodeFs.readlinkSync("/proc/self/ns/user"))
+      assert.include(NodeFs.readFileSync(`/proc/${up.ready}/net/dev`, "utf8"), "lo:", "lo is there")
+      const stuck = boot("stuck", false)
+      assert.isTrue(yield* waitFor(() => NodeFs.existsSync(NodePath.join(dir, "job-stuck")), 5_000))
+      yield* Effect.sleep("200 millis")
+      assert.isUndefined(stuck.ready, "not ready without the job's byte")
+      const jobPid = Number(NodeFs.readFileSync(NodePath.join(dir, "job-stuck"), "utf8"))
+      spawner.close()
+      assert.isTrue(yield* waitFor(() => gone(jobPid), 5_000), "the job ends with its boot")
+      process.kill(up.ready!, "SIGKILL")
+    }))
 })

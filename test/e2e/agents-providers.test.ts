@@ -46,11 +46,16 @@ const cases: ReadonlyArray<Case> = [
 const setup = (test: Case) =>
   Effect.gen(function*() {
     const model = yield* test.server
-    const server = yield* startServer({ runtime: "sandbox", secretKeys, agentsDir: testAgentsDir })
+    const server = yield* startServer({
+      runtime: "sandbox",
+      secretKeys,
+      agentsDir: testAgentsDir,
+      machineNetwork: { lan: false, hostPorts: [model.port] }
+    })
     const owner = yield* server.bootstrap(`${test.provider}@example.com`)
     const api = client(server.url, { key: owner.api_key })
     const environment = yield* api("POST", "/v1/environments", {
-      json: { name: "keys", variables: test.variables(model.url) }
+      json: { name: "keys", variables: test.variables(model.machineUrl) }
     })
     assert.strictEqual(environment.status, 201, environment.text)
     const machineId = yield* runningMachine(api, test.provider, {

@@ -47,13 +47,14 @@ describe("agents across svc restarts", () => {
           SVC_PORT: String(port),
           SVC_RUNTIME: "sandbox",
           SVC_BILLING: "unlimited",
-          SVC_AGENTS_DIR: testAgentsDir
+          SVC_AGENTS_DIR: testAgentsDir,
+          SVC_MACHINE_HOST_PORTS: String(model.port)
         }
         const first = yield* serve(env)
         const boot = yield* run(["admin", "bootstrap", "--email", "agents@example.com", "--data-dir", dataDir])
         const api = client(`http://127.0.0.1:${port}`, { key: JSON.parse(boot.stdout).api_key })
         const environment = yield* api("POST", "/v1/environments", {
-          json: { name: "keys", variables: { ANTHROPIC_BASE_URL: model.url, ANTHROPIC_API_KEY: "sk-ant-test" } }
+          json: { name: "keys", variables: { ANTHROPIC_BASE_URL: model.machineUrl, ANTHROPIC_API_KEY: "sk-ant-test" } }
         })
         assert.strictEqual(environment.status, 201, environment.text)
         const machineId = yield* runningMachine(api, "agents", { environment_id: environment.body.id })

@@ -1,7 +1,8 @@
 /**
  * Coding agents end to end: the real `claude` (installed with `svc agents install`'s code into a
  * cache folder) runs inside a real sandboxed machine against a scripted Anthropic Messages server
- * on loopback (the machine shares the host's network: `internet_access: true`). Live clock.
+ * on the host's loopback, whose port svc lets machines with internet access reach at 10.0.2.2
+ * (`machineNetwork.hostPorts`: the host's loopback is otherwise closed to them). Live clock.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Redacted, TestClock } from "effect"
@@ -23,12 +24,13 @@ const setup = Effect.gen(function*() {
     runtime: "sandbox",
     secretKeys,
     agentsDir: testAgentsDir,
-    maxBodyBytes: 24 * 1024 * 1024
+    maxBodyBytes: 24 * 1024 * 1024,
+    machineNetwork: { lan: false, hostPorts: [model.port] }
   })
   const owner = yield* server.bootstrap("agents@example.com")
   const api = client(server.url, { key: owner.api_key })
   const environment = yield* api("POST", "/v1/environments", {
-    json: { name: "keys", variables: { ANTHROPIC_BASE_URL: model.url, ANTHROPIC_API_KEY: "sk-ant-test" } }
+    json: { name: "keys", variables: { ANTHROPIC_BASE_URL: model.machineUrl, ANTHROPIC_API_KEY: "sk-ant-test" } }
   })
   assert.strictEqual(environment.status, 201, environment.text)
   const machineId = yield* runningMachine(api, "agents", {

@@ -1,7 +1,7 @@
 /**
  * The port proxy end to end (extensions.md §5): a real HTTP server inside a real sandbox, reached
- * through svc's own listener on loopback, for a machine without internet (its own network
- * namespace, reached through nsenter) and one with (the host's network). Live clock.
+ * through svc's own listener on loopback, for machines without internet and with it (both in a
+ * network namespace of their own, reached through nsenter). Live clock.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -225,7 +225,7 @@ describe("port proxy", () => {
       assert.strictEqual((yield* api("GET", `/v1/machines/${id}`)).body.state, "stopped")
     }))
 
-  it.scopedLive("a machine on the host's network reaches only ports its own processes serve, not the host's", () =>
+  it.scopedLive("a machine with internet access reaches only ports its own processes serve, not the host's", () =>
     Effect.gen(function*() {
       const { api, server } = yield* setup
       const id = yield* runningMachine(api, "shared", { internet_access: true })

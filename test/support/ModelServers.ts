@@ -23,7 +23,15 @@ import * as NodeHttp from "node:http"
 import type * as NodeNet from "node:net"
 
 export interface ModelServer {
+  /** On the host's loopback. */
   readonly url: string
+  /**
+   * The same server as a sandbox machine with internet access reaches it: at 10.0.2.2, once svc
+   * lets its port through (`machineNetwork.hostPorts`, SVC_MACHINE_HOST_PORTS; docs/drivers.md
+   * "Network"): the host's loopback is otherwise closed to machines.
+   */
+  readonly machineUrl: string
+  readonly port: number
   /** Every request body received, oldest first. */
   readonly requests: Array<{ readonly path: string; readonly body: any }>
   /** Requests whose stream hangs now (closed when the server closes). */
@@ -235,7 +243,13 @@ export const anthropicServer = Effect.gen(function*() {
     }
   })
   const address = server.address() as NodeNet.AddressInfo
-  return { url: `http://127.0.0.1:${address.port}`, requests, hanging: () => hanging } satisfies ModelServer
+  return {
+    url: `http://127.0.0.1:${address.port}`,
+    machineUrl: `http://10.0.2.2:${address.port}`,
+    port: address.port,
+    requests,
+    hanging: () => hanging
+  } satisfies ModelServer
 })
 
 // ---------------------------------------------------------------------------------------------
@@ -367,5 +381,11 @@ export const openaiServer = Effect.gen(function*() {
     }
   })
   const address = server.address() as NodeNet.AddressInfo
-  return { url: `http://127.0.0.1:${address.port}`, requests, hanging: () => hanging } satisfies ModelServer
+  return {
+    url: `http://127.0.0.1:${address.port}`,
+    machineUrl: `http://10.0.2.2:${address.port}`,
+    port: address.port,
+    requests,
+    hanging: () => hanging
+  } satisfies ModelServer
 })

@@ -1,5 +1,5 @@
 /**
- * The host side of a machine's launcher (launcher/Script.ts): one long-lived process inside a
+ * The host side of a machine's launcher (launcher.pl): one long-lived process inside a
  * running machine, entered once, that forks every command exec runs there.
  *
  * Why: an exec that spawns from svc forks the whole svc process (milliseconds with a large heap,

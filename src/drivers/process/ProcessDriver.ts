@@ -99,6 +99,8 @@ export const make = (
     stop,
     destroy: destroyWith(options.dataDir, stop),
     observe: observeWith(options.dataDir, running),
+    // Commands share the host's network whatever the setting: nothing to change.
+    setInternetAccess: () => Effect.void,
     exec: (id, request, onOutput) =>
       Effect.suspend((): Effect.Effect<{ readonly exitCode: number }, DriverError | NotRunning> => {
         const record = running(id)

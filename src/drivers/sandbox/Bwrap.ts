@@ -59,7 +59,10 @@ export interface BwrapOptions {
   /** The machine's disk folder on the host; each of `diskFolders` is bound at `/<folder>`. */
   readonly diskDir: string
   readonly hostname: string
-  readonly internetAccess: boolean
+  /** The machine's resolv.conf on the host, bound at `resolvTarget` (docs/drivers.md "Network"). */
+  readonly resolvConf: string
+  /** /etc/resolv.conf, or the file it links to (Network.resolvConfTarget). */
+  readonly resolvTarget: string
   /** The agents' tools folder on the host, bound read-only at `toolsMount` when it exists. */
   readonly toolsDir?: string | undefined
   /** The fd bubblewrap writes `{"child-pid": N, ...}` to once the machine runs. */
@@ -73,10 +76,10 @@ export interface BwrapOptions {
  * readable by every host user): bwrap passes on the environment it is spawned with.
  */
 export const bwrapArgs = (options: BwrapOptions): ReadonlyArray<string> => [
-  // New user (when the host allows), pid, mount, ipc, uts and cgroup namespaces; a network
-  // namespace with only `lo` unless the machine may reach the internet.
+  // New user (when the host allows), pid, mount, ipc, uts and cgroup namespaces. The network
+  // namespace is the one bwrap is started in: the machine's own, made before (Network.ts).
   "--unshare-all",
-  ...(options.internetAccess ? ["--share-net"] : []),
+  "--share-net",
   "--new-session",
   "--ro-bind",
   "/usr",
@@ -85,6 +88,9 @@ export const bwrapArgs = (options: BwrapOptions): ReadonlyArray<string> => [
   "/etc",
   "/etc",
   ...masked(),
+  "--ro-bind",
+  options.resolvConf,
+  options.resolvTarget,
   ...usrLinks.flatMap(rootEntry),
   "--proc",
   "/proc",

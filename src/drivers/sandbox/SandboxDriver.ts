@@ -1,8 +1,12 @@
 /**
  * The `sandbox` driver: each machine is a bubblewrap sandbox with its own user, pid, mount, ipc,
- * uts and cgroup namespaces, no network at all (only `lo`) when internet access is off, the host's
+ * uts and cgroup namespaces, a network namespace of its own (below), the host's
  * /usr and /etc read-only, and its own writable disk under `<data dir>/machines/<id>/disk`
  * (docs/drivers.md).
+ *
+ * Every machine has a network namespace of its own, made by svc (Network.ts): only `lo`, plus an
+ * outbound path through slirp4netns while it has internet access, which `setInternetAccess`
+ * attaches and detaches in the running machine.
  *
  * A sandbox is started detached (its own session, not a child svc waits for), so machines keep
  * running while svc restarts. `run.json` names it: the host pid of its pid 1, that process's start
@@ -11,7 +15,7 @@
  * `nsenter`, so a background process started by one exec is there for the next, and ends with the
  * machine's pid 1 at stop.
  */
-import { Effect, Layer, Runtime } from "effect"
+import { Effect, Layer, Runtime, Schedule } from "effect"
 import * as NodeChild from "node:child_process"
 import * as NodeCrypto from "node:crypto"
 import * as NodeFs from "node:fs"
@@ -57,6 +61,7 @@ import {
 import { connectLocal, connectThroughNamespace, servedBy, sharesHostNetwork } from "../PortConnections.js"
 import { bwrapArgs, hostnameOf, machineHome, machinePath, toolsMount } from "./Bwrap.js"
 import * as Cgroups from "./Cgroups.js"
+import * as Network from "./Network.js"
 import { hostSpawner, inProcess, type Spawner } from "./Spawner.js"
 
 interface RunRecord {
@@ -70,6 +75,14 @@ interface RunRecord {
   readonly groups?: Cgroups.Groups | undefined
   /** The groups' CPU count when the machine booted, when the boot's CPU time is counted there. */
   readonly cgroupCpuAtBoot?: number | undefined
+  /**
+   * Whether the machine should have its internet path now (set at boot, changed by
+   * setInternetAccess before it acts). Absent: booted by an svc before machines had a network
+   * namespace of svc's making; such a boot keeps the network it has until it is restarted.
+   */
+  readonly internet?: boolean | undefined
+  /** The machine's network namespace (`net:[inode]`), so that a change never enters another one. */
+  readonly netns?: string | undefined
 }
 
 const bootTimeoutMs = 10_000
@@ -92,7 +105,7 @@ const which = (name: string) => {
   return undefined
 }
 
-export interface Tools {
+export interface Tools extends Network.NetTools {
   readonly bwrap: string
   readonly nsenter: string
   /** Perl under /usr (so machines see it too), for the launcher; without it exec enters every time. */
@@ -108,12 +121,20 @@ export const make = (
     readonly agentsDir?: string | undefined
     /** What starts the sandboxes: svc itself (a fork of svc) unless given. */
     readonly spawner?: Spawner | undefined
+    /** What machines with internet access may reach besides the internet (Network.ts). */
+    readonly network?: Network.NetworkSettings | undefined
   },
   warnOnce: (message: string) => void = () => undefined
-): MachineDriverShape => {
+): MachineDriverShape & {
+  readonly reconcileNetworks: Effect.Effect<void, DriverError>
+  readonly refreshNetworks: Effect.Effect<void>
+} => {
   const { cgroups, tools } = options
   const spawner = options.spawner ?? inProcess
   const paths = (id: string) => machinePaths(options.dataDir, id)
+  const netOf = (id: string) => Network.netPaths(paths(id).machine)
+  const network = options.network ?? Network.defaultSettings
+  const resolvTarget = Network.resolvConfTarget()
 
   /**
    * The run record of each machine this driver booted or has seen running, kept while its pid 1
@@ -223,29 +244,39 @@ export const make = (
           hostBootId: hostBootId(),
           bootId,
           env: spec.env,
+          internet: spec.internetAccess,
+          netns: Network.netnsOf(pid),
           ...(groups.length === 0 ? {} : { groups, cgroupCpuAtBoot: Cgroups.cpuSeconds(groups) })
         }
         try {
           writeAtomic(machine.run, JSON.stringify(record))
         } catch (cause) {
           killPid(pid, "SIGKILL")
+          Network.killSlirp(netOf(spec.id))
           return finish(Effect.fail(new DriverError({ message: "cannot record the sandbox", cause })))
         }
         booted.set(spec.id, record)
         finish(Effect.succeed(record))
       }
+      const net = netOf(spec.id)
+      // The machine's network namespace is made and set up before bwrap (Network.ts).
+      const command = Network.bootCommand(tools, network, net, spec.internetAccess, [
+        tools.bwrap,
+        ...bwrapArgs({
+          diskDir: machine.disk,
+          hostname: hostnameOf(spec.id),
+          resolvConf: net.resolvConf,
+          resolvTarget,
+          toolsDir: options.agentsDir,
+          infoFd: 3,
+          readyFd: 4
+        })
+      ])
+      if (typeof command === "string") return finish(Effect.fail(new DriverError({ message: command })))
       spawner.start({
-        argv: [
-          tools.bwrap,
-          ...bwrapArgs({
-            diskDir: machine.disk,
-            hostname: hostnameOf(spec.id),
-            internetAccess: spec.internetAccess,
-            toolsDir: options.agentsDir,
-            infoFd: 3,
-            readyFd: 4
-          })
-        ],
+        argv: command.argv,
+        afterNetns: command.afterNetns,
+        netJob: command.netJob,
         // bwrap hands its environment to the machine: not on its command line, which every host user can read
         env: { PATH: machinePath, HOME: machineHome, ...spec.env },
         logFile,
@@ -296,6 +327,96 @@ export const make = (
     )
   }
 
+  /**
+   * Brings the running machine's network to `enabled`: the wish is recorded in run.json first (so
+   * a new svc converges to it, and a re-applied operation finds it), then net.sh acts, then the
+   * state is observed. A boot by an older svc is left alone: its namespace may be the host's.
+   */
+  const setNetwork = (id: string, record: RunRecord, enabled: boolean, reloadRules = false) =>
+    netLock(id).withPermits(1)(Effect.gen(function*() {
+      const net = netOf(id)
+      if (record.internet === undefined || record.netns === undefined) {
+        const has = sharesHostNetwork(record.pid)
+        if (has === enabled) return
+        return yield* new DriverError({
+          message:
+            `machine ${id} was booted by an earlier svc without a network of its own: restart it to change its internet access`
+        })
+      }
+      const observed = () => enabled ? Network.attached(net, record.pid) : Network.detached(net, record.pid)
+      if (record.internet === enabled && observed() && !(enabled && reloadRules)) return
+      if (record.internet !== enabled) {
+        const updated: RunRecord = { ...record, internet: enabled }
+        yield* attempt("network", () => writeAtomic(paths(id).run, JSON.stringify(updated)))
+        booted.set(id, updated)
+      }
+      let gone = () => true
+      if (enabled) {
+        yield* attempt("network", () => Network.writeFiles(net, network))
+        yield* Network.attach(tools, network, net, record.pid, record.netns)
+      } else {
+        gone = yield* attempt("network", () => Network.killSlirp(net))
+      }
+      if (!(yield* waitFor(() => gone() && observed(), 2_000))) {
+        return yield* new DriverError({
+          message: `machine ${id}: internet access ${enabled ? "on" : "off"} not observed`
+        })
+      }
+    }))
+
+  /** One network change at a time per machine: the start-up sweep may meet a re-applied operation. */
+  const netLocks = new Map<string, Effect.Semaphore>()
+  const netLock = (id: string) => {
+    let lock = netLocks.get(id)
+    if (lock === undefined) netLocks.set(id, lock = Effect.unsafeMakeSemaphore(1))
+    return lock
+  }
+
+  /**
+   * At svc's start: every running machine gets the network its run record asks for (an internet
+   * path that died while svc was away is rebuilt), and the slirp4netns of machines that ended
+   * meanwhile are ended.
+   */
+  const machineIds = attempt("network", () => {
+    try {
+      return NodeFs.readdirSync(NodePath.join(options.dataDir, "machines"))
+    } catch {
+      return []
+    }
+  })
+
+  const reconcileNetworks = Effect.gen(function*() {
+    // A machine that boots meanwhile (an operation resumed) may be starting its slirp4netns.
+    const began = yield* attempt("network", Network.ticksNow)
+    const ids = yield* machineIds
+    for (const id of ids) {
+      const record = yield* attempt("network", () => running(id))
+      if (record === undefined) yield* attempt("network", () => Network.killSlirp(netOf(id), began))
+      else if (record.internet !== undefined) yield* setNetwork(id, record, record.internet)
+    }
+  })
+
+  /**
+   * When the host's addresses changed (an interface came up, an address was added), the rules of
+   * every running machine with internet access are written anew, so that the host stays closed on
+   * its new addresses too. The layer runs it every 10 seconds; each machine's failure is logged.
+   */
+  let hostAddresses = Network.hostAddresses().join(" ")
+  const refreshNetworks = Effect.gen(function*() {
+    const now = Network.hostAddresses().join(" ")
+    if (now === hostAddresses) return
+    hostAddresses = now
+    for (const id of yield* machineIds) {
+      const record = yield* attempt("network", () => running(id))
+      if (record?.internet !== true) continue
+      yield* setNetwork(id, record, true, true).pipe(
+        Effect.catchAll((error) =>
+          Effect.logWarning(`machine ${id}: its rules for the host's new addresses: ${error.message}`)
+        )
+      )
+    }
+  }).pipe(Effect.catchAll((error) => Effect.logWarning(`machine networks: ${error.message}`)))
+
   const stop: MachineDriverShape["stop"] = (id, { force }) =>
     Effect.gen(function*() {
       const machine = paths(id)
@@ -318,12 +439,17 @@ export const make = (
         const gone = yield* waitFor(() => !isAlive(record.pid, record.starttime), graceMs)
         if (!gone) return yield* new DriverError({ message: `stop: the sandbox of machine ${id} did not end` })
       }
+      // The internet path holds the namespace, not the machine: it ends here (also one left by a
+      // crash), once a network change under way (the start-up sweep's) is done.
+      yield* netLock(id).withPermits(1)(
+        Effect.flatMap(attempt("stop", () => Network.killSlirp(netOf(id))), (gone) => waitFor(gone, graceMs))
+      )
       const groups = (yield* attempt("stop", () => readJson<RunRecord>(machine.run)))?.groups ?? cgroups.groupsOf(id)
       yield* waitFor(() => Cgroups.remove(groups), 1_000)
       yield* attempt("stop", () => NodeFs.rmSync(machine.run, { force: true }))
     })
 
-  return {
+  const shape: MachineDriverShape = {
     name: "sandbox",
     isolates: true,
     toolsPath: options.agentsDir === undefined ? undefined : toolsMount,
@@ -331,7 +457,11 @@ export const make = (
     start: (spec) =>
       Effect.gen(function*() {
         const current = yield* attempt("start", () => running(spec.id))
-        if (current !== undefined) return { bootId: current.bootId }
+        if (current !== undefined) {
+          // A repeated start (or create) of a running machine also converges its network.
+          yield* setNetwork(spec.id, current, spec.internetAccess)
+          return { bootId: current.bootId }
+        }
         if (spec.image !== "default") {
           return yield* new DriverError({
             message: `image ${spec.image}: only "default" (the host's /usr) is supported`
@@ -347,6 +477,8 @@ export const make = (
           const stale = readJson<RunRecord>(machine.run)
           if (stale?.groups !== undefined) Cgroups.remove(stale.groups)
           NodeFs.rmSync(machine.run, { force: true })
+          Network.killSlirp(netOf(spec.id))
+          Network.writeFiles(netOf(spec.id), network)
         })
         const groups = cgroups.enforced ? cgroups.prepare(spec.id, spec.size) : []
         if (groups === undefined) {
@@ -358,6 +490,11 @@ export const make = (
     stop,
     destroy: destroyWith(options.dataDir, stop),
     observe: observeWith(options.dataDir, running),
+    setInternetAccess: (id, enabled) =>
+      Effect.flatMap(
+        attempt("network", () => running(id)),
+        (record) => record === undefined ? Effect.void : setNetwork(id, record, enabled)
+      ),
     exec: (id, request, onOutput) =>
       Effect.suspend((): Effect.Effect<{ readonly exitCode: number }, DriverError | NotRunning> => {
         const record = running(id)
@@ -389,7 +526,8 @@ export const make = (
         if (!sharesHostNetwork(record.pid)) {
           return Effect.succeed(connectThroughNamespace(tools.nsenter, record.pid, port))
         }
-        // The host's network: only a port that a process of this machine listens on.
+        // A boot by an earlier svc that shares the host's network: only a port that a process of
+        // this machine listens on.
         if (!servedBy(port, processesOf(record))) {
           return Effect.fail(new DriverError({ message: `no process of machine ${id} listens on port ${port}` }))
         }
@@ -414,6 +552,7 @@ export const make = (
         )
       })
   }
+  return Object.assign(shape, { reconcileNetworks, refreshNetworks })
 }
 
 /** Finds bwrap and nsenter, and checks that bwrap can make namespaces here; one clear line if not. */
@@ -427,6 +566,27 @@ export const checkTools = attempt("sandbox driver", (): Tools => {
   const nsenter = which("nsenter")
   if (nsenter === undefined) throw new Error("nsenter not found: install util-linux")
   const perl = which("perl")
+  const unshare = which("unshare")
+  if (unshare === undefined) throw new Error("unshare not found: install util-linux")
+  const ip = which("ip")
+  if (ip === undefined) throw new Error("ip not found: install iproute2 (machines' network namespaces need it)")
+  // Machines have internet access unless asked otherwise: without its path no default create boots.
+  const slirp4netns = which("slirp4netns")
+  const nft = which("nft")
+  if (slirp4netns === undefined || nft === undefined) {
+    throw new Error(
+      "slirp4netns or nft not found: install slirp4netns and nftables (machines' internet access needs them)"
+    )
+  }
+  // Each machine's network namespace is made by svc, outside the machine's user namespace.
+  const netProbe = NodeChild.spawnSync(unshare, ["--net", "--", ip, "link", "set", "lo", "up"], { encoding: "utf8" })
+  if (netProbe.status !== 0) {
+    throw new Error(
+      `svc cannot make network namespaces here (run svc as root): ${
+        (netProbe.stderr ?? "").trim() || String(netProbe.error)
+      }`
+    )
+  }
   const probe = NodeChild.spawnSync(bwrap, ["--unshare-all", "--ro-bind", "/", "/", "true"], { encoding: "utf8" })
   if (probe.status !== 0) {
     throw new Error(
@@ -435,7 +595,15 @@ export const checkTools = attempt("sandbox driver", (): Tools => {
       }`
     )
   }
-  return { bwrap, nsenter, perl: perl?.startsWith("/usr/") ? perl : undefined }
+  return {
+    bwrap,
+    nsenter,
+    unshare,
+    ip,
+    slirp4netns,
+    nft,
+    perl: perl?.startsWith("/usr/") ? perl : undefined
+  }
 })
 
 export const layer = (options: {
@@ -445,6 +613,8 @@ export const layer = (options: {
   readonly cgroups?: boolean | undefined
   /** false: svc spawns bwrap and every exec enters the machine with nsenter, as on a host without Perl. */
   readonly launcher?: boolean | undefined
+  /** What machines with internet access may reach besides the internet (`SVC_MACHINE_LAN`, ...). */
+  readonly network?: Network.NetworkSettings | undefined
 }) =>
   Layer.scoped(
     MachineDriver,
@@ -465,6 +635,25 @@ export const layer = (options: {
       // With Perl, the spawner starts the sandboxes (Spawner.ts); it ends with the layer.
       const spawner = tools.perl === undefined ? inProcess : hostSpawner(tools.perl)
       yield* Effect.addFinalizer(() => Effect.sync(spawner.close))
-      return make({ dataDir: options.dataDir, cgroups, tools, agentsDir: options.agentsDir, spawner }, warnOnce)
+      const driver = make({
+        dataDir: options.dataDir,
+        cgroups,
+        tools,
+        agentsDir: options.agentsDir,
+        spawner,
+        network: options.network
+      }, warnOnce)
+      // Adopted machines keep their network; a path that died while svc was away is rebuilt.
+      // Interruptible whatever builds the layer (a finalizer does, in destroyMachines): the layer's
+      // end interrupts them, and an uninterruptible repeat would keep it from ending.
+      yield* Effect.forkScoped(Effect.interruptible(
+        driver.reconcileNetworks.pipe(
+          Effect.catchAll((error) => Effect.logWarning(`machine networks: ${error.message}`))
+        )
+      ))
+      yield* Effect.forkScoped(
+        Effect.interruptible(Effect.repeat(driver.refreshNetworks, Schedule.spaced("10 seconds")))
+      )
+      return driver
     })
   )

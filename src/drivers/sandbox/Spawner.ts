@@ -1,7 +1,7 @@
 /**
  * Starting a machine's sandbox (bwrap) and telling when it is up, two ways with one shape:
  *
- * - `hostSpawner`: through the spawner (SpawnerScript.ts), a small Perl process svc starts once.
+ * - `hostSpawner`: through the spawner (spawner.pl), a small Perl process svc starts once.
  *   A spawn from svc forks the whole svc process (milliseconds with its heap, the event loop
  *   standing still, and the fork's copy-on-write faults slow the child down until it execs);
  *   the spawner's fork is of a few MB, off svc's event loop, and it joins the cgroups and waits
@@ -9,8 +9,8 @@
  * - `inProcess`: svc spawns bwrap itself, on a host without Perl.
  *
  * Both give bwrap `--info-fd 3` (its pid 1's host pid) and a pipe on fd 4 that the machine's first
- * process writes a byte to once it runs (Bwrap.ts): pid 1 has set the machine's root up by then.
- * No polling: before, svc looked for pid 1's first child every 2 ms.
+ * process writes a byte to once it runs (Bwrap.ts): pid 1 has set the machine's root up by then,
+ * so nothing polls.
  */
 import * as NodeChild from "node:child_process"
 import * as NodeFs from "node:fs"
@@ -21,8 +21,15 @@ import * as Cgroups from "./Cgroups.js"
 import { spawnerScript } from "./SpawnerScript.js"
 
 export interface SandboxStart {
-  /** bwrap and its arguments (with `--info-fd 3`). */
+  /** bwrap and its arguments (with `--info-fd 3`), behind the network set-up of Network.ts. */
   readonly argv: ReadonlyArray<string>
+  /**
+   * What the spawner runs instead once it made the machine's network namespace itself (lo up, as
+   * net.sh's boot does): bwrap without the `unshare` and the shell of `argv`, and beside it
+   * `netJob` when given (Network.bootCommand); the boot is ready once both are.
+   */
+  readonly afterNetns?: ReadonlyArray<string> | undefined
+  readonly netJob?: ReadonlyArray<string> | undefined
   /** bwrap's whole environment, which it hands to the machine. */
   readonly env: Readonly<Record<string, string>>
   /** bwrap's stdout and stderr, truncated first. */
@@ -105,16 +112,26 @@ export const inProcess: Spawner = {
   }
 }
 
-/** `tag, log file, group count, cgroup.procs files..., argc, argv..., env name, value, ...` */
+/** The architectures whose unshare(2) number spawner.pl knows. */
+const nativeNetns = process.arch === "x64" || process.arch === "arm64"
+
+/**
+ * `tag, log file, netns, [net argc, net argv...], group count, cgroup.procs files..., argc, argv...,
+ * env name, value, ...` (spawner.pl)
+ */
 const requestFrame = (tag: number, request: SandboxStart) => {
+  const native = nativeNetns ? request.afterNetns : undefined
+  const argv = native ?? request.argv
+  const netJob = request.netJob ?? []
   const payload = Buffer.from(
     [
       String(tag),
       request.logFile,
+      ...(native === undefined ? [""] : ["1", String(netJob.length), ...netJob]),
       String(request.groups.length),
       ...request.groups.map((dir) => NodePath.join(dir, "cgroup.procs")),
-      String(request.argv.length),
-      ...request.argv,
+      String(argv.length),
+      ...argv,
       ...Object.entries(request.env).flat()
     ].join("\0")
   )

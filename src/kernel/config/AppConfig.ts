@@ -57,6 +57,12 @@ export interface AppConfigShape {
   readonly snapshots?: SnapshotSettings | undefined
   /** `SVC_AGENTS_DIR`: the agents' tools folder (`svc agents install`); unset: `<data dir>/tools/agents`. */
   readonly agentsDir?: string | undefined
+  /**
+   * What sandbox machines with internet access may reach besides the internet (docs/drivers.md
+   * "Network"): `SVC_MACHINE_LAN` private ranges, `SVC_MACHINE_HOST_PORTS` these host loopback
+   * ports at 10.0.2.2. Absent: neither.
+   */
+  readonly machineNetwork?: { readonly lan: boolean; readonly hostPorts: ReadonlyArray<number> } | undefined
 }
 
 export interface SnapshotSettings {
@@ -271,7 +277,19 @@ const load = Effect.gen(function*() {
     },
     agentsDir: Option.getOrUndefined(
       Option.map(yield* Config.string("SVC_AGENTS_DIR").pipe(Config.option), (dir) => NodePath.resolve(dir))
-    )
+    ),
+    machineNetwork: {
+      lan: yield* Config.boolean("SVC_MACHINE_LAN").pipe(Config.withDefault(false)),
+      hostPorts: yield* Config.string("SVC_MACHINE_HOST_PORTS").pipe(
+        Config.withDefault(""),
+        Config.mapOrFail((value): Parsed<ReadonlyArray<number>> => {
+          const ports = value.split(",").map((part) => part.trim()).filter((part) => part !== "").map(Number)
+          return ports.every((port) => Number.isInteger(port) && port >= 1 && port <= 65535)
+            ? Either.right(ports)
+            : bad("SVC_MACHINE_HOST_PORTS", "expected TCP ports separated by commas, e.g. 11434,8000")
+        })
+      )
+    }
   })
 })
 
