@@ -42,7 +42,11 @@ export interface HostCapacityShape {
   /** Takes a slot for the machine at once when one is free and nobody waits; false otherwise. */
   readonly tryAdmit: (machineId: string) => Effect.Effect<boolean>
   /** Waits in the queue until the machine is admitted, or answers `expired` at `expiresAt`. */
-  readonly wait: (boot: QueuedBoot) => Effect.Effect<"admitted" | "expired">
+  /**
+   * Waits for a slot. `queued` runs once the boot holds its place in the queue, before any slot is
+   * handed out: whoever then reads the boot as queued finds its place too.
+   */
+  readonly wait: (boot: QueuedBoot, queued?: Effect.Effect<void>) => Effect.Effect<"admitted" | "expired">
   /** The admitted boot settled: from now on the table counts the machine if it runs. */
   readonly release: (machineId: string) => Effect.Effect<void>
   /** A machine may have stopped: admits waiting boots while slots are free. */
@@ -100,12 +104,13 @@ const make = Effect.gen(function*() {
       return yield* Deferred.isDone(waiter.admitted)
     }))
 
-  const wait = (boot: QueuedBoot) =>
+  const wait = (boot: QueuedBoot, queued: Effect.Effect<void> = Effect.void) =>
     Effect.gen(function*() {
       const waiter: Waiter = { ...boot, admitted: yield* Deferred.make<void>() }
       yield* lock.withPermits(1)(Effect.sync(() => {
         waiters = [...waiters, waiter].sort(before)
       }))
+      yield* queued
       yield* pump
       const now = yield* Clock.currentTimeMillis
       const outcome = yield* Effect.raceFirst(

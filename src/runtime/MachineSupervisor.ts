@@ -251,17 +251,16 @@ const make = Effect.gen(function*() {
         expiresAt: operation.queue_expires_at ?? now + capacity.queueSeconds * 1000,
         seq: operation.seq ?? 0
       }
-      if (operation.queued_at === null) {
-        yield* persist(() =>
-          operations.update(operation.id, {
-            queued_at: boot.queuedAt,
-            queue_priority: boot.priority,
-            queue_expires_at: boot.expiresAt
-          })
-        )
-      }
+      // Recorded once the boot holds its place, so a reader who sees it queued also finds its place.
+      const recorded = operation.queued_at !== null ? Effect.void : persist(() =>
+        operations.update(operation.id, {
+          queued_at: boot.queuedAt,
+          queue_priority: boot.priority,
+          queue_expires_at: boot.expiresAt
+        })
+      )
       return yield* Effect.raceFirst(
-        capacity.wait(boot),
+        capacity.wait(boot, recorded),
         Effect.as(Deferred.await(cancelled), "cancelled" as const)
       )
     })
