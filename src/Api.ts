@@ -11,6 +11,7 @@ import { MachinesApi } from "./machines/Api.js"
 import { OperationsApi } from "./operations/Api.js"
 import { MembersApi } from "./organizations/Api.js"
 import { SnapshotsApi } from "./snapshots/Api.js"
+import { WebhooksApi } from "./webhooks/Api.js"
 
 export class Api extends HttpApi.make("svc")
   .add(AuthApi)
@@ -22,6 +23,7 @@ export class Api extends HttpApi.make("svc")
   .add(EnvironmentsApi)
   .add(SnapshotsApi)
   .add(AgentsApi)
+  .add(WebhooksApi)
   .annotate(OpenApi.Title, "svc")
   .annotate(OpenApi.Description, "Self-hosted machine service: isolated machines and coding agents for organizations.")
 {}
