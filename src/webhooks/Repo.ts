@@ -117,12 +117,15 @@ const make = Effect.gen(function*() {
         now,
         limit
       ),
-    /** When the next pending delivery of an enabled endpoint is due, if any. */
+    /**
+     * When the next pending delivery of an enabled endpoint is due, if any: one index seek per
+     * enabled endpoint (a min over every pending row made each wake of the sender cost a scan).
+     */
     nextDue: () =>
       Effect.map(
         db.all<{ at: number | null }>(
-          `SELECT min(d.next_attempt_at) AS at FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
-            WHERE w.enabled = 1 AND d.status = 'pending'`
+          `SELECT min((SELECT min(d.next_attempt_at) FROM webhook_deliveries d
+            WHERE d.webhook_id = w.id AND d.status = 'pending')) AS at FROM webhooks w WHERE w.enabled = 1`
         ),
         (rows) => rows[0]?.at ?? null
       ),
