@@ -3,7 +3,7 @@
  * then the product areas, each providing its own repositories privately (src/<area>/Live.ts).
  * Adding an area is one line in `AreasLive` (and its handlers in src/Http.ts).
  */
-import { Layer } from "effect"
+import { Effect, Layer } from "effect"
 import { AgentsLive } from "./agents/Live.js"
 import * as Drivers from "./drivers/Drivers.js"
 import type { MachineDriver } from "./drivers/MachineDriver.js"
@@ -14,6 +14,7 @@ import type { AppConfig } from "./kernel/config/AppConfig.js"
 import { SecretBox } from "./kernel/crypto/SecretBox.js"
 import { Entitlements } from "./kernel/Entitlements.js"
 import { DomainEvents } from "./kernel/events/DomainEvents.js"
+import { EventRecorders } from "./kernel/events/EventRecorders.js"
 import { RateLimiter } from "./kernel/http/RateLimiter.js"
 import * as Mail from "./kernel/mail/Mail.js"
 import * as Database from "./kernel/sql/Database.js"
@@ -34,6 +35,7 @@ import { SnapshotsLive } from "./snapshots/Live.js"
 import { SnapshotsRepo } from "./snapshots/store/SnapshotsRepo.js"
 import { SnapshotStore } from "./snapshots/store/SnapshotStore.js"
 import { SnapshotWork } from "./snapshots/store/SnapshotWork.js"
+import { webhookRecorder, WebhooksLive } from "./webhooks/Live.js"
 
 /** The kernel's stores and ports over the database the configuration names. */
 const KernelLive = Layer.mergeAll(
@@ -56,6 +58,12 @@ export const IdentityLive = IdentityAreaLive.pipe(
   Layer.provideMerge(KernelLive)
 )
 
+/** The outbox recorders of the areas that keep one (src/kernel/events/EventRecorders.ts). */
+const OutboxRecordersLive = Layer.effect(
+  EventRecorders,
+  Effect.map(Effect.all([webhookRecorder]), EventRecorders.joining)
+)
+
 /**
  * The machine runtime over `driver`: the event bus, the group commit and the supervisor whose
  * actors resume every open operation as soon as it is built. Only one process may build it per
@@ -66,12 +74,20 @@ const runtimeLive = <E, R>(driver: Layer.Layer<MachineDriver, E, R>) =>
     Layer.provideMerge(SnapshotWork.layer),
     Layer.provideMerge(SnapshotStore.layer),
     Layer.provideMerge(
-      Layer.mergeAll(driver, DomainEvents.layer, GroupCommit.layer, HostCapacity.layer, MachineEnvironmentsLive)
+      Layer.mergeAll(
+        driver,
+        DomainEvents.layer,
+        GroupCommit.layer,
+        HostCapacity.layer,
+        MachineEnvironmentsLive,
+        OutboxRecordersLive
+      )
     )
   )
 
 /** The product areas on the runtime: each line may use the services of the lines below it. */
-const AreasLive = AgentsLive.pipe(
+const AreasLive = WebhooksLive.pipe(
+  Layer.provideMerge(AgentsLive),
   Layer.provideMerge(SnapshotsLive),
   Layer.provideMerge(EnvironmentsLive),
   Layer.provideMerge(OperationsLive),

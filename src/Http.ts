@@ -31,6 +31,7 @@ import { OperationsHandlers } from "./operations/Http.js"
 import { MembersHandlers } from "./organizations/Http.js"
 import { makePortProxy, withPortProxy } from "./ports/Proxy.js"
 import { SnapshotsHandlers } from "./snapshots/Http.js"
+import { WebhooksHandlers } from "./webhooks/Http.js"
 
 export const ApiLive = HttpApiBuilder.api(Api).pipe(
   Layer.provide([
@@ -42,7 +43,8 @@ export const ApiLive = HttpApiBuilder.api(Api).pipe(
     LimitsHandlers,
     EnvironmentsHandlers,
     SnapshotsHandlers,
-    AgentsHandlers
+    AgentsHandlers,
+    WebhooksHandlers
   ]),
   Layer.provide(AuthorizationLive(Api))
 )

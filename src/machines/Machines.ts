@@ -16,7 +16,8 @@ import {
   type OperationKind,
   projectedAfter
 } from "../kernel/domain/MachineStates.js"
-import { DomainEvents } from "../kernel/events/DomainEvents.js"
+import { type DomainEvent, DomainEvents } from "../kernel/events/DomainEvents.js"
+import { EventRecorders } from "../kernel/events/EventRecorders.js"
 import type { Accepted } from "../kernel/http/Dto.js"
 import { ResourceNotFound } from "../kernel/http/Errors.js"
 import { machineConflicts, NameTaken, RuntimeUnavailable } from "../kernel/http/MachineErrors.js"
@@ -81,6 +82,7 @@ const make = Effect.gen(function*() {
       : Effect.fail(new RuntimeUnavailable({ detail: `Machines cannot run on this server now: ${driver.unavailable}` }))
   )
   const bus = yield* DomainEvents
+  const outbox = yield* EventRecorders
 
   const accepted = (operationId: string, machineId: string, kind: string): Accepted => ({
     operation_id: operationId,
@@ -140,21 +142,28 @@ const make = Effect.gen(function*() {
    * disk, never before it is readable, and nobody is told of it before. The bus hears of a new
    * machine once the accept is on disk.
    */
+  const createdEvent = (answer: Accepted, organizationId: string): DomainEvent | undefined =>
+    makesMachine(answer.requested_action as OperationKind)
+      ? { _tag: "MachineEvent", type: "machine.created", machineId: answer.machine_id, organizationId }
+      : undefined
+
   const afterCommit = <E>(
     effect: Effect.Effect<{ answer: Accepted; fresh: boolean }, E, SqlClient.SqlClient>,
     organizationId: string
   ) =>
     Effect.tap(
-      commit.transaction(effect, ({ answer, fresh }) => fresh ? supervisor.wake(answer.machine_id) : Effect.void),
-      ({ answer, fresh }) =>
-        fresh && makesMachine(answer.requested_action as OperationKind)
-          ? bus.publish({
-            _tag: "MachineEvent",
-            type: "machine.created",
-            machineId: answer.machine_id,
-            organizationId
-          })
-          : Effect.void
+      commit.transaction(
+        // The outbox (webhook deliveries, alerts) of machine.created is written with the accept.
+        Effect.tap(effect, ({ answer, fresh }) => {
+          const created = fresh ? createdEvent(answer, organizationId) : undefined
+          return created === undefined ? Effect.void : outbox.record([created])
+        }),
+        ({ answer, fresh }) => fresh ? supervisor.wake(answer.machine_id) : Effect.void
+      ),
+      ({ answer, fresh }) => {
+        const created = fresh ? createdEvent(answer, organizationId) : undefined
+        return created === undefined ? Effect.void : bus.publish(created)
+      }
     ).pipe(Effect.map(({ answer }) => answer))
 
   return {

@@ -9,6 +9,7 @@ import { MachineDriver } from "../drivers/MachineDriver.js"
 import { type MachineState, OperationStatus } from "../kernel/domain/MachineStates.js"
 import { Entitlements } from "../kernel/Entitlements.js"
 import { type DomainEvent, DomainEvents } from "../kernel/events/DomainEvents.js"
+import { EventRecorders } from "../kernel/events/EventRecorders.js"
 import { GroupCommit } from "../kernel/sql/GroupCommit.js"
 import { fillSourceOf, SnapshotWork } from "../snapshots/store/SnapshotWork.js"
 import { apply, specOf, stoppedOnItsOwn } from "./Apply.js"
@@ -102,6 +103,7 @@ const make = Effect.gen(function*() {
   const machines = yield* MachinesRepo
   const operations = yield* OperationsRepo
   const events = yield* DomainEvents
+  const outbox = yield* EventRecorders
   const driver = yield* MachineDriver
   const capacity = yield* HostCapacity
   const snapshotWork = yield* SnapshotWork
@@ -124,9 +126,11 @@ const make = Effect.gen(function*() {
         const published: Array<DomainEvent> = []
         const all = (each: (event: DomainEvent) => Effect.Effect<void>) =>
           Effect.forEach(published, each, { discard: true })
+        // The outbox (webhook deliveries, alerts) is written in the job's own transaction.
+        const withOutbox = Effect.tap(job(published), () => outbox.record(published))
         return how === "transaction"
-          ? Effect.tap(commit.transaction(job(published), () => all(events.readable)), () => all(events.deliver))
-          : Effect.tap(commit.applied(job(published)), () => all(events.publish))
+          ? Effect.tap(commit.transaction(withOutbox, () => all(events.readable)), () => all(events.deliver))
+          : Effect.tap(commit.applied(withOutbox), () => all(events.publish))
       })
   const persist = persistWith("transaction")
   /**

@@ -1,0 +1,18 @@
+/**
+ * The webhooks area over its repository and the SSRF-safe outbound client (provided here only),
+ * with its sender, and its outbox recorder for the runtime's EventRecorders port (src/App.ts).
+ */
+import { Effect, Layer } from "effect"
+import { Outbound } from "../kernel/http/Outbound.js"
+import { makeRecorder } from "./Recorder.js"
+import { WebhooksRepo } from "./Repo.js"
+import { Webhooks } from "./Webhooks.js"
+import { WebhookSender } from "./Worker.js"
+
+export const WebhooksLive = Webhooks.layer.pipe(
+  Layer.provideMerge(WebhookSender.layer),
+  Layer.provide(Layer.merge(WebhooksRepo.layer, Outbound.layer))
+)
+
+/** The recorder that writes deliveries inside the transaction of their event. */
+export const webhookRecorder = Effect.provide(makeRecorder, WebhooksRepo.layer)

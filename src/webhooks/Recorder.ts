@@ -1,0 +1,78 @@
+/**
+ * The webhooks' outbox recorder (src/kernel/events/EventRecorders.ts): inside the transaction that
+ * records machine and operation events, one delivery row per endpoint of the organization that
+ * follows the event's type, enabled or not (a disabled endpoint's deliveries wait for it). The body
+ * is built now, from the rows as the transaction sees them: `data` is the resource (extensions.md
+ * §20), and every attempt sends these bytes under the event's id.
+ */
+import { Clock, Effect, Option } from "effect"
+import { AppConfig } from "../kernel/config/AppConfig.js"
+import { uuidv7 } from "../kernel/domain/Ids.js"
+import type { DomainEvent } from "../kernel/events/DomainEvents.js"
+import type { EventRecorder } from "../kernel/events/EventRecorders.js"
+import { iso } from "../kernel/http/Dto.js"
+import { machineDto } from "../machines/Dto.js"
+import { operationDto } from "../operations/Dto.js"
+import { MachinesRepo } from "../runtime/MachinesRepo.js"
+import { OperationsRepo } from "../runtime/OperationsRepo.js"
+import { WebhooksRepo } from "./Repo.js"
+
+const notQueued = () => undefined
+
+export const makeRecorder = Effect.gen(function*() {
+  const repo = yield* WebhooksRepo
+  const machines = yield* MachinesRepo
+  const operations = yield* OperationsRepo
+  const toMachine = machineDto((yield* AppConfig).baseUrl)
+  const toOperation = operationDto(notQueued)
+
+  const dataOf = (event: DomainEvent): Effect.Effect<Option.Option<unknown>> => {
+    switch (event._tag) {
+      case "MachineEvent":
+        return Effect.map(machines.find(event.machineId), Option.map((row): unknown => toMachine(row)))
+      case "OperationSettled":
+        return Effect.map(operations.find(event.operationId), Option.map((row): unknown => toOperation(row)))
+      default:
+        return Effect.succeedNone
+    }
+  }
+
+  const recordOne = (event: DomainEvent, now: number) =>
+    Effect.gen(function*() {
+      if (event._tag !== "MachineEvent" && event._tag !== "OperationSettled") return
+      const endpoints = (yield* repo.following(event.organizationId)).filter((endpoint) =>
+        (JSON.parse(endpoint.events) as Array<string>).includes(event.type)
+      )
+      if (endpoints.length === 0) return
+      const data = yield* dataOf(event)
+      if (Option.isNone(data)) return
+      const eventId = uuidv7(now)
+      const body = JSON.stringify({ type: event.type, timestamp: iso(now), data: data.value })
+      for (const endpoint of endpoints) {
+        yield* repo.insertDelivery({
+          id: uuidv7(now),
+          webhook_id: endpoint.id,
+          event_id: eventId,
+          event_type: event.type,
+          machine_id: event.machineId,
+          operation_id: event._tag === "OperationSettled" ? event.operationId : null,
+          body,
+          status: "pending",
+          attempt_count: 0,
+          created_at: now,
+          delivered_at: null,
+          last_attempt_at: null,
+          next_attempt_at: now,
+          last_status_code: null,
+          last_error: null
+        })
+      }
+    })
+
+  const recorder: EventRecorder = (events) =>
+    Effect.flatMap(
+      Clock.currentTimeMillis,
+      (now) => Effect.forEach(events, (event) => recordOne(event, now), { discard: true })
+    )
+  return recorder
+})
