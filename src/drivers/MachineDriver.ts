@@ -63,6 +63,20 @@ export class DriverError extends Data.TaggedError("DriverError")<{
   readonly permanent?: string
 }> {}
 
+/**
+ * An exec no host can run, whatever its state: an argument, the cwd or an environment entry with a
+ * NUL byte (execve takes C strings). The request fails for good, not `uncertain`.
+ */
+export const impossibleExec = (request: ExecRequest, machineId: string): DriverError | undefined =>
+  [request.cwd ?? "", ...request.argv, ...Object.entries(request.env ?? {}).flat()].some((field) =>
+      field.includes("\0")
+    )
+    ? new DriverError({
+      message: `exec in machine ${machineId}: a NUL byte in an argument, the cwd or the environment`,
+      permanent: "invalid_argument"
+    })
+    : undefined
+
 /** The machine is not running (or not there): the request cannot be carried out now. */
 export class NotRunning extends Data.TaggedError("NotRunning")<{ readonly machineId: string }> {}
 

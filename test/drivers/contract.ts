@@ -243,6 +243,20 @@ export const driverContract = (name: string, makeLayer: MakeDriverLayer) =>
         yield* driver.destroy(spec.id)
       }))
 
+    test("an exec no host can run (a NUL byte) fails for good with invalid_argument; the machine goes on", () =>
+      Effect.gen(function*() {
+        const spec = specOf(freshId())
+        yield* withMachine(spec, (driver) =>
+          Effect.gen(function*() {
+            for (const request of [{ argv: ["echo", "a\u0000b"] }, { argv: ["true"], env: { X: "a\u0000" } }]) {
+              const refused = yield* Effect.flip(driver.exec(spec.id, request, () => Effect.void))
+              assert.strictEqual(refused._tag, "DriverError")
+              assert.strictEqual(refused._tag === "DriverError" && refused.permanent, "invalid_argument")
+            }
+            assert.strictEqual((yield* run(driver, spec.id, ["true"])).exitCode, 0)
+          }))
+      }))
+
     test("a background process started by one exec is there for the next and gone after stop", () =>
       Effect.gen(function*() {
         const spec = specOf(freshId())

@@ -15,7 +15,7 @@ import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
 import { wrapOnce } from "../ExactlyOnce.js"
 import { hostBootId, killPid, pidsWithEnv, procStat, runCommand, waitFor } from "../HostProcess.js"
-import { DriverError, MachineDriver, type MachineDriverShape, NotRunning } from "../MachineDriver.js"
+import { DriverError, impossibleExec, MachineDriver, type MachineDriverShape, NotRunning } from "../MachineDriver.js"
 import {
   attempt,
   cpuCredit,
@@ -103,6 +103,8 @@ export const make = (
     setInternetAccess: () => Effect.void,
     exec: (id, request, onOutput) =>
       Effect.suspend((): Effect.Effect<{ readonly exitCode: number }, DriverError | NotRunning> => {
+        const impossible = impossibleExec(request, id)
+        if (impossible !== undefined) return Effect.fail(impossible)
         const record = running(id)
         if (record === undefined) return Effect.fail(new NotRunning({ machineId: id }))
         const disk = paths(id).disk

@@ -38,6 +38,7 @@ import { launcherScript } from "../launcher/Script.js"
 import {
   DriverError,
   type ExecRequest,
+  impossibleExec,
   MachineDriver,
   type MachineDriverShape,
   type MachineSpec,
@@ -497,6 +498,8 @@ export const make = (
       ),
     exec: (id, request, onOutput) =>
       Effect.suspend((): Effect.Effect<{ readonly exitCode: number }, DriverError | NotRunning> => {
+        const impossible = impossibleExec(request, id)
+        if (impossible !== undefined) return Effect.fail(impossible)
         const record = running(id)
         if (record === undefined) return Effect.fail(new NotRunning({ machineId: id }))
         const cwd = NodePath.posix.resolve(machineHome, request.cwd ?? ".")
