@@ -4,17 +4,12 @@
  * service reads the test's TestClock.
  */
 import { SqlClient } from "@effect/sql"
-import { Effect, Layer, Option } from "effect"
+import { Effect, Layer } from "effect"
 import * as NodeFs from "node:fs"
 import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
 import { IdentityLive } from "../../src/identity/Live.js"
-import {
-  AppConfig,
-  type AppConfigShape,
-  defaultHostCapacity,
-  defaultLimits
-} from "../../src/kernel/config/AppConfig.js"
+import { AppConfig, type AppConfigShape } from "../../src/kernel/config/AppConfig.js"
 import type { RequestFacts } from "../../src/kernel/http/Authenticate.js"
 import { RateLimiter } from "../../src/kernel/http/RateLimiter.js"
 import * as Mail from "../../src/kernel/mail/Mail.js"
@@ -23,31 +18,13 @@ import * as Database from "../../src/kernel/sql/Database.js"
 import { OrganizationsLive } from "../../src/organizations/Live.js"
 import { PortsLive } from "../../src/ports/Live.js"
 import { MachinesRepo } from "../../src/runtime/MachinesRepo.js"
+import { testConfig } from "../support/TestServer.js"
 
 export const baseUrl = "http://127.0.0.1:8080"
 
-export const configFor = (dataDir: string, overrides: Partial<AppConfigShape> = {}): AppConfigShape => ({
-  host: "127.0.0.1",
-  port: 8080,
-  baseUrl,
-  uiUrl: baseUrl,
-  dataDir,
-  databaseFile: NodePath.join(dataDir, "svc.db"),
-  runtime: "process",
-  operatorToken: Option.none(),
-  secretKeys: { kind: "none" },
-  mail: { kind: "outbox", dir: NodePath.join(dataDir, "outbox") },
-  mailFrom: undefined,
-  oidcProviders: [],
-  payments: Option.none(),
-  billing: "unlimited",
-  webhookAllowPrivate: true,
-  logLevel: "none",
-  maxBodyBytes: 64 * 1024,
-  limits: defaultLimits,
-  capacity: defaultHostCapacity(),
-  ...overrides
-})
+/** The test server's configuration (test/support/TestServer.ts) on port 8080, without a server. */
+export const configFor = (dataDir: string, overrides: Partial<AppConfigShape> = {}): AppConfigShape =>
+  testConfig(dataDir, 8080, overrides)
 
 /** The three areas over the kernel parts they use, on a fresh database file in `dataDir`. */
 export const areasLayer = (config: AppConfigShape) =>
