@@ -15,7 +15,7 @@
  * `nsenter`, so a background process started by one exec is there for the next, and ends with the
  * machine's pid 1 at stop.
  */
-import { Effect, Layer, Runtime, Schedule } from "effect"
+import { Clock, Effect, Layer, Runtime, Schedule } from "effect"
 import * as NodeChild from "node:child_process"
 import * as NodeCrypto from "node:crypto"
 import * as NodeFs from "node:fs"
@@ -654,8 +654,12 @@ export const layer = (options: {
           Effect.catchAll((error) => Effect.logWarning(`machine networks: ${error.message}`))
         )
       ))
+      // The host's addresses change in real time, not on the service's Clock: polled on the live
+      // clock, so a test that moves a TestClock by days does not run thousands of refreshes.
       yield* Effect.forkScoped(
-        Effect.interruptible(Effect.repeat(driver.refreshNetworks, Schedule.spaced("10 seconds")))
+        Effect.interruptible(Effect.repeat(driver.refreshNetworks, Schedule.spaced("10 seconds"))).pipe(
+          Effect.withClock(Clock.make())
+        )
       )
       return driver
     })
