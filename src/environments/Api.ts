@@ -8,6 +8,7 @@ import { AcceptedChange } from "../kernel/http/Dto.js"
 import { Endpoint } from "../kernel/http/Endpoint.js"
 import { ResourceNotFound } from "../kernel/http/Errors.js"
 import { policy } from "../kernel/http/Policy.js"
+import { maxVariables } from "./Bounds.js"
 import { EnvironmentInUse } from "./Errors.js"
 
 const VariableName = Schema.String.pipe(
@@ -16,7 +17,6 @@ const VariableName = Schema.String.pipe(
 /** A value goes into the machine's processes as `NAME=value`: no NUL byte. */
 const VariableValue = MachineString.pipe(Schema.maxLength(64 * 1024))
 const EnvironmentName = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(64))
-const maxVariables = 200
 
 export const EnvironmentDto = Schema.Struct({
   id: Uuid,

@@ -7,11 +7,12 @@ import { Clock, Context, Effect, Layer, Option } from "effect"
 import { SecretBox } from "../kernel/crypto/SecretBox.js"
 import { uuidv7 } from "../kernel/domain/Ids.js"
 import type { Accepted } from "../kernel/http/Dto.js"
-import { ResourceNotFound } from "../kernel/http/Errors.js"
+import { InvalidRequest, ResourceNotFound } from "../kernel/http/Errors.js"
 import { GroupCommit } from "../kernel/sql/GroupCommit.js"
 import { type Requester } from "../kernel/sql/Idempotency.js"
 import { IdempotencyKeysRepo } from "../kernel/sql/IdempotencyKeysRepo.js"
 import { Machines } from "../machines/Machines.js"
+import { maxVariables } from "./Bounds.js"
 import { EnvironmentInUse } from "./Errors.js"
 import { type EnvironmentRow, EnvironmentsRepo } from "./Repo.js"
 import { makeMachineEnvironments, type Variables } from "./Variables.js"
@@ -70,6 +71,12 @@ const make = Effect.gen(function*() {
         for (const [name, value] of Object.entries(body.variables ?? {})) {
           if (value === null) delete after[name]
           else after[name] = value
+        }
+        // The request's own schema counts only the variables it sends; the limit is the merged set's.
+        if (Object.keys(after).length > maxVariables) {
+          return yield* new InvalidRequest({
+            field_errors: [{ field: "variables", message: `an environment holds at most ${maxVariables} variables` }]
+          })
         }
         const name = body.name ?? row.name
         const variablesChanged =

@@ -92,6 +92,23 @@ describe("environments", () => {
       assert.strictEqual((yield* environments.list(alice.organizationId)).length, 0)
     }))
 
+  it.scoped("an environment holds at most 200 variables, counted after a patch merges; a refused patch changes nothing", () =>
+    Effect.gen(function*() {
+      const context = yield* services({ secretKeys })
+      const environments = Context.get(context, Environments)
+      const alice = yield* owner(context, "alice@example.com")
+      const full = Object.fromEntries(Array.from({ length: 200 }, (_, i) => [`V${i}`, "x"]))
+      const made = yield* environments.create(alice.organizationId, { name: "full", variables: full })
+      assert.strictEqual(
+        yield* failureTag(environments.patch(alice.organizationId, made.id, { variables: { ONE_MORE: "x" } })),
+        "invalid_request"
+      )
+      assert.strictEqual((yield* environments.find(alice.organizationId, made.id)).version, made.version)
+      // Replacing one keeps the count.
+      const swapped = yield* environments.patch(alice.organizationId, made.id, { variables: { V0: null, NEW: "y" } })
+      assert.strictEqual(swapped.version, made.version + 1)
+    }))
+
   it.scoped("a patch merges variables (null removes one) into a new version; older versions still open", () =>
     Effect.gen(function*() {
       const context = yield* services({ secretKeys })
