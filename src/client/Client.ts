@@ -49,8 +49,23 @@ export class WaitTimeout extends Data.TaggedError("WaitTimeout")<{
 
 const clientApi = wireApi(Api)
 
+type Routes = WireClient<typeof Api>
+type ReadOperationError = Effect.Effect.Error<ReturnType<Routes["operations"]["get"]>>
+
+/** The typed client: a group per area (`svc.machines.create(...)`), and `waitOperation`. */
+export type Client = Routes & {
+  /**
+   * Reads the operation until it is `succeeded`, `failed` or `correlation_miss` and answers it;
+   * fails with `WaitTimeout` once `timeout` has passed (the operation goes on).
+   */
+  readonly waitOperation: (
+    operation: string | { readonly operation_id: string },
+    wait?: WaitOptions
+  ) => Effect.Effect<OperationDto, WaitTimeout | ReadOperationError>
+}
+
 /** A typed client for a running svc: every route of the API plus `waitOperation`. */
-export const makeClient = (options: ClientOptions) =>
+export const makeClient = (options: ClientOptions): Effect.Effect<Client> =>
   Effect.gen(function*() {
     const policy = options.retry === false
       ? { ...defaultRetryPolicy, retries: 0 }
@@ -67,13 +82,9 @@ export const makeClient = (options: ClientOptions) =>
           withIdempotencyKey
         )
     })
-    const routes = withOptionalParts<WireClient<typeof Api>>(generated as any)
+    const routes = withOptionalParts<Routes>(generated as any)
 
-    /**
-     * Reads the operation until it is `succeeded`, `failed` or `correlation_miss` and answers it;
-     * fails with `WaitTimeout` once `timeout` has passed (the operation goes on).
-     */
-    const waitOperation = (operation: string | { readonly operation_id: string }, wait: WaitOptions = {}) =>
+    const waitOperation: Client["waitOperation"] = (operation, wait = {}) =>
       Effect.gen(function*() {
         const id = typeof operation === "string" ? operation : operation.operation_id
         const maxInterval = Duration.toMillis(wait.maxInterval ?? defaultWait.maxInterval)
@@ -89,7 +100,5 @@ export const makeClient = (options: ClientOptions) =>
         }
       })
 
-    return { ...routes, waitOperation } as const
+    return { ...routes, waitOperation }
   }).pipe(Effect.provide(FetchHttpClient.layer))
-
-export type Client = Effect.Effect.Success<ReturnType<typeof makeClient>>
