@@ -8,7 +8,7 @@ import { startServer } from "../support/TestServer.js"
 const machine = "0190d9a2-0000-7000-8000-000000000001"
 
 describe("bodies the API cannot read", () => {
-  it.scoped("JSON nested thousands deep, and a body sent as multipart/form-data, answer 422", () =>
+  it.scoped("JSON nested thousands deep, and a body sent as multipart/form-data (even none), answer 422", () =>
     Effect.gen(function*() {
       const server = yield* startServer()
       const owner = yield* server.bootstrap("bodies@example.com")
@@ -28,6 +28,11 @@ describe("bodies the API cannot read", () => {
       })
       assert.strictEqual(multipart.status, 422)
       assert.strictEqual(multipart.body.field_errors[0].field, "body")
+      // With no body at all the multipart parser waited forever.
+      const empty = yield* api("PATCH", `/v1/machines/${machine}`, {
+        headers: { "content-type": "multipart/form-data; boundary=x" }
+      })
+      assert.strictEqual(empty.status, 422)
     }))
 
   it("nestsWithin counts arrays and objects, not brackets in strings or after escapes", () => {
