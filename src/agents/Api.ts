@@ -1,8 +1,8 @@
 /** Coding agents inside machines (api.md "Agents", extensions.md §8). */
-import { HttpApiGroup } from "@effect/platform"
+import { HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { Authorization } from "../kernel/http/Authorization.js"
-import { NullableTimestamp, QueryParams, RequestBody, Timestamp, Uuid } from "../kernel/http/Dto.js"
+import { MachineString, NullableTimestamp, QueryParams, RequestBody, Timestamp, Uuid } from "../kernel/http/Dto.js"
 import { IdempotencyHeaders } from "../kernel/http/Dto.js"
 import { EventStream } from "../kernel/http/Dto.js"
 import { Endpoint } from "../kernel/http/Endpoint.js"
@@ -16,7 +16,8 @@ import { maxAttachments, maxTextBytes } from "./Bounds.js"
 import { AgentsUnavailable, AgentTurnRunning, ConversationNotFound, NoActiveTurn, ProviderMismatch } from "./Errors.js"
 import { AgentEvent, AgentProvider, ReasoningEffort } from "./providers/Schemas.js"
 
-const Text = Schema.String.pipe(
+/** The agent gets it as an argument or a line of its input: no NUL byte. */
+const Text = MachineString.pipe(
   Schema.filter((text) => Buffer.byteLength(text, "utf8") <= maxTextBytes || "at most 256 KiB")
 )
 
@@ -36,7 +37,7 @@ export const AgentPromptRequest = RequestBody({
     default: () => []
   }),
   conversation_id: Schema.optionalWith(Schema.NullOr(Uuid), { default: () => null }),
-  model: Schema.optionalWith(Schema.NullOr(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200))), {
+  model: Schema.optionalWith(Schema.NullOr(MachineString.pipe(Schema.minLength(1), Schema.maxLength(200))), {
     default: () => null
   }),
   provider: Schema.optionalWith(Schema.NullOr(AgentProvider), { default: () => null }),
@@ -145,9 +146,11 @@ const turnChange = <
 >(
   name: Name,
   path: Path,
+  text: { readonly summary: string; readonly description: string },
   extra: Extra
 ) =>
   Endpoint.post(name, path, {
+    ...text,
     policy: changers,
     errors: [...acceptErrors, ConversationNotFound, ...notRunningErrors, GuestActionFailed, AgentsUnavailable, ...extra]
   })
@@ -166,22 +169,42 @@ export const EventsParams = QueryParams({
 
 export class AgentsApi extends HttpApiGroup.make("agents")
   .add(
-    turnChange("prompt", "/v1/machines/:id/agents/prompt", [AgentTurnRunning, ProviderMismatch])
+    turnChange("prompt", "/v1/machines/:id/agents/prompt", {
+      summary: "Prompt an agent",
+      description: "Starts a turn of a coding agent in the running machine: a new conversation (`provider` " +
+        "required) or `conversation_id`'s, which keeps its provider. `text` at most 256 KiB, no NUL byte; " +
+        "at most 16 attachments, 16 MiB together, written to the machine for the agent to read. The agent's " +
+        "provider keys are the machine's environment variables. Answers 202 with the turn; follow " +
+        "`events_url`. [IDEM]: the same `Idempotency-Key` answers the same turn."
+    }, [AgentTurnRunning, ProviderMismatch])
       .setPayload(AgentPromptRequest)
       .addSuccess(AgentTurnDto, { status: 202 })
   )
   .add(
-    turnChange("steer", "/v1/machines/:id/agents/steer", [NoActiveTurn])
+    turnChange("steer", "/v1/machines/:id/agents/steer", {
+      summary: "Steer the running turn",
+      description: "Writes `text` (at most 256 KiB) to the running turn's inbox; the agent confirms with an " +
+        "`input_accepted` event carrying the answer's `input_id`. 409 `no_active_turn` when no turn runs."
+    }, [NoActiveTurn])
       .setPayload(SteerRequest)
       .addSuccess(AgentInputAccepted, { status: 202 })
   )
   .add(
-    turnChange("interrupt", "/v1/machines/:id/agents/interrupt", [NoActiveTurn])
+    turnChange("interrupt", "/v1/machines/:id/agents/interrupt", {
+      summary: "Interrupt the running turn",
+      description: "Ends the running turn with outcome `interrupted`: the agent gets 10 s, then SIGTERM, then " +
+        "SIGKILL; with `force` the runner and agent are killed at once."
+    }, [NoActiveTurn])
       .setPayload(InterruptRequest)
       .addSuccess(AgentInputAccepted, { status: 202 })
   )
   .add(
     Endpoint.get("events", "/v1/machines/:id/agents/events", {
+      summary: "Read a conversation's events",
+      description: "JSON: the events after `cursor` (0 is the conversation's first), waiting up to " +
+        "`wait_seconds` (0-30) when none is ready. With `Accept: text/event-stream`: a stream of `agent` " +
+        "events, each `id` the cursor after it (`Last-Event-ID` resumes), ending with an `idle` event once no " +
+        "turn runs and every event was sent.",
       policy: changers,
       errors: [ResourceNotFound, ConversationNotFound]
     })
@@ -196,6 +219,9 @@ export class AgentsApi extends HttpApiGroup.make("agents")
   )
   .add(
     Endpoint.get("conversations", "/v1/machines/:id/agents/conversations", {
+      summary: "List conversations",
+      description: "The machine's agent conversations, a page at a time (`limit` 1-100, `cursor` the previous " +
+        "page's `next_cursor`).",
       policy: changers,
       errors: [ResourceNotFound]
     })
@@ -204,8 +230,18 @@ export class AgentsApi extends HttpApiGroup.make("agents")
       .addSuccess(AgentConversationListDto)
   )
   .add(
-    Endpoint.get("providerModels", "/v1/provider-models", { policy: policy("R", "header") })
+    Endpoint.get("providerModels", "/v1/provider-models", {
+      summary: "List agents and models",
+      description: "Each agent (provider): whether it is installed, its models and reasoning efforts. `source` " +
+        "is `live` when the list came from the installed agents just now, `bundled` from svc's catalogue.",
+      policy: policy("R", "header")
+    })
       .addSuccess(ProviderModelsDto)
   )
   .middleware(Authorization)
+  .annotate(
+    OpenApi.Description,
+    "Agents: run a coding agent (claude_code, codex, opencode) in a running machine; prompt, follow, steer, " +
+      "interrupt."
+  )
 {}

@@ -7,7 +7,7 @@
  * defaults it guessed rather than leave them to the server. Here every schema that the kernel marked
  * as wire input (`RequestBody`, `QueryParams`: src/kernel/http/Dto.ts) is replaced, for the client
  * only, by its encoded side: the caller gives what api.md and the OpenAPI document show, leaves out
- * what the server defaults, and the server alone validates and fills in. One rule for every route.
+ * what the server defaults, and the server fills in. One rule for every route.
  */
 import type { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpClientError, HttpClientResponse } from "@effect/platform"
 import { type Effect, Option, type ParseResult, Schema, SchemaAST } from "effect"
@@ -74,19 +74,23 @@ export type WireClient<Api, E = never> = Api extends HttpApi.HttpApi<infer _Id, 
   }
   : never
 
-/** Whether the kernel marked this schema as wire input (through filters put on top of it). */
-const isWireInput = (ast: SchemaAST.AST): boolean =>
-  ast.annotations[WireInputId] === true || (SchemaAST.isRefinement(ast) && isWireInput(ast.from))
+/** The struct the kernel named as this schema's wire form (through filters put on top of it), if any. */
+const wireStruct = (ast: SchemaAST.AST): Schema.Schema.Any | undefined => {
+  const marked = ast.annotations[WireInputId]
+  if (Schema.isSchema(marked)) return marked
+  return SchemaAST.isRefinement(ast) ? wireStruct(ast.from) : undefined
+}
 
 /**
- * The encoded side, checked only for its shape: the server is the one that validates. Members the
- * schema does not know are kept, so that a plain JavaScript caller's typo reaches the server and is
- * refused there instead of being dropped on the way.
+ * The encoded side of the marked struct, with the checks that side carries (a NUL byte, a length, a
+ * name's pattern, an unknown member: what the door refuses anyway), so the client refuses such a
+ * request with a ParseError before it sends anything; defaults and the checks on decoded values
+ * are the server's.
  */
-const wireSchema = (schema: Schema.Schema.Any): Schema.Schema.Any =>
-  isWireInput(schema.ast)
-    ? Schema.encodedSchema(schema).annotations({ parseOptions: { onExcessProperty: "preserve" } })
-    : schema
+const wireSchema = (schema: Schema.Schema.Any): Schema.Schema.Any => {
+  const struct = wireStruct(schema.ast)
+  return struct === undefined ? schema : Schema.encodedBoundSchema(struct)
+}
 
 const wireEndpoint = (
   endpoint: HttpApiEndpoint.HttpApiEndpoint.AnyWithProps

@@ -56,6 +56,11 @@ export type OutputStream = "stdout" | "stderr"
 export class DriverError extends Data.TaggedError("DriverError")<{
   readonly message: string
   readonly cause?: unknown
+  /**
+   * Set when the driver knows the request can never succeed (an argument the host cannot take,
+   * an impossible path): the operation fails with this error code instead of being re-applied.
+   */
+  readonly permanent?: string
 }> {}
 
 /** The machine is not running (or not there): the request cannot be carried out now. */

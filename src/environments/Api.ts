@@ -1,9 +1,9 @@
 /** Environments (extensions.md §6): versioned, write-only variables for machines. */
-import { HttpApiGroup, HttpApiSchema } from "@effect/platform"
+import { HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { SecretsUnavailable } from "../kernel/crypto/SecretBox.js"
 import { Authorization } from "../kernel/http/Authorization.js"
-import { RequestBody, Timestamp, Uuid } from "../kernel/http/Dto.js"
+import { MachineString, RequestBody, Timestamp, Uuid } from "../kernel/http/Dto.js"
 import { AcceptedChange } from "../kernel/http/Dto.js"
 import { Endpoint } from "../kernel/http/Endpoint.js"
 import { ResourceNotFound } from "../kernel/http/Errors.js"
@@ -13,7 +13,8 @@ import { EnvironmentInUse } from "./Errors.js"
 const VariableName = Schema.String.pipe(
   Schema.pattern(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, { message: () => "a variable name like API_TOKEN" })
 )
-const VariableValue = Schema.String.pipe(Schema.maxLength(64 * 1024))
+/** A value goes into the machine's processes as `NAME=value`: no NUL byte. */
+const VariableValue = MachineString.pipe(Schema.maxLength(64 * 1024))
 const EnvironmentName = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(64))
 const maxVariables = 200
 
@@ -50,21 +51,39 @@ const EnvironmentPath = Schema.Struct({ id: Uuid })
 
 export class EnvironmentsApi extends HttpApiGroup.make("environments")
   .add(
-    Endpoint.get("list", "/v1/environments", { policy: policy("F", "header") })
+    Endpoint.get("list", "/v1/environments", {
+      summary: "List environments",
+      description: "The organization's environments: names and variable names; values are write-only.",
+      policy: policy("F", "header")
+    })
       .addSuccess(Schema.Struct({ items: Schema.Array(EnvironmentDto) }))
   )
   .add(
-    Endpoint.post("create", "/v1/environments", { policy: policy("F", "header"), errors: [SecretsUnavailable] })
+    Endpoint.post("create", "/v1/environments", {
+      summary: "Create an environment",
+      description: "A named, versioned set of variables for machines (`environment_id` on create), encrypted at " +
+        "rest. Names like `API_TOKEN`; values hold no NUL byte, at most 64 KiB; at most 200 variables.",
+      policy: policy("F", "header"),
+      errors: [SecretsUnavailable]
+    })
       .setPayload(CreateEnvironmentRequest)
       .addSuccess(EnvironmentDto, { status: 201 })
   )
   .add(
-    Endpoint.get("get", "/v1/environments/:id", { policy: policy("F", "header"), errors: [ResourceNotFound] })
+    Endpoint.get("get", "/v1/environments/:id", {
+      summary: "Get an environment",
+      description: "One environment: its version and variable names.",
+      policy: policy("F", "header"),
+      errors: [ResourceNotFound]
+    })
       .setPath(EnvironmentPath)
       .addSuccess(EnvironmentDto)
   )
   .add(
     Endpoint.patch("update", "/v1/environments/:id", {
+      summary: "Change an environment",
+      description: "Renames it or merges `variables` (a null value removes one); every change is a new `version`. " +
+        "Machines get it through `upgrade`.",
       policy: policy("F", "header"),
       errors: [ResourceNotFound, SecretsUnavailable]
     })
@@ -74,6 +93,8 @@ export class EnvironmentsApi extends HttpApiGroup.make("environments")
   )
   .add(
     Endpoint.del("delete", "/v1/environments/:id", {
+      summary: "Delete an environment",
+      description: "409 `environment_in_use` while live machines use it. Takes no body.",
       policy: policy("F", "header"),
       errors: [ResourceNotFound, EnvironmentInUse]
     })
@@ -82,6 +103,10 @@ export class EnvironmentsApi extends HttpApiGroup.make("environments")
   )
   .add(
     Endpoint.post("upgrade", "/v1/environments/:id/upgrade", {
+      summary: "Bring machines to the environment's version",
+      description: "One `apply_environment` operation per machine on an older version, each with the idempotency " +
+        "key `env:<id>:v<version>:<machine_id>`, so a repeat replays them. Running processes get the new " +
+        "variables from their next start. Takes no body.",
       policy: policy("U", "header"),
       errors: [ResourceNotFound]
     })
@@ -89,4 +114,5 @@ export class EnvironmentsApi extends HttpApiGroup.make("environments")
       .addSuccess(Schema.Struct({ operations: Schema.Array(AcceptedChange) }), { status: 202 })
   )
   .middleware(Authorization)
+  .annotate(OpenApi.Description, "Environments: versioned, write-only variables for machines.")
 {}

@@ -1,5 +1,5 @@
 /** The identity area's two groups: sign-in (`auth`) and API keys (`apiKeys`). */
-import { HttpApiGroup, HttpApiSchema } from "@effect/platform"
+import { HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { Preset } from "../kernel/domain/Access.js"
 import { Authorization } from "../kernel/http/Authorization.js"
@@ -43,11 +43,20 @@ export const EmailVerified = Schema.Struct({ return_to: Schema.String })
 
 export class AuthApi extends HttpApiGroup.make("auth")
   .add(
-    Endpoint.get("providers", "/v1/auth/providers", { policy: policy("N") })
+    Endpoint.get("providers", "/v1/auth/providers", {
+      summary: "List sign-in methods",
+      description: "The sign-in methods this server offers (OIDC providers, email when mail is on) and whether " +
+        "anyone may sign up (`access`).",
+      policy: policy("N")
+    })
       .addSuccess(SignInProvidersDto)
   )
   .add(
     Endpoint.post("emailStart", "/v1/auth/email/start", {
+      summary: "Send a sign-in code and link",
+      description: "Emails a 6-digit code and a magic link (single use, ten minutes, same browser only) if the " +
+        "address can receive email; the answer never depends on whether an account exists. `return_to` is a " +
+        "same-origin UI path (an invalid one becomes `/`). Rate limited per address and client.",
       policy: policy("N"),
       errors: [UnsupportedProvider, RateLimited, EmailUnavailable]
     })
@@ -56,6 +65,9 @@ export class AuthApi extends HttpApiGroup.make("auth")
   )
   .add(
     Endpoint.post("emailVerify", "/v1/auth/email/verify", {
+      summary: "Sign in with an emailed code",
+      description: "Verifies the 6-digit code: signs in (sets the session and CSRF cookies), creating the user on " +
+        "the first verified sign-in. 400 `invalid_code` for a wrong, expired, used or superseded code.",
       policy: policy("N"),
       errors: [InvalidCode, UnsupportedProvider, RateLimited]
     })
@@ -63,15 +75,25 @@ export class AuthApi extends HttpApiGroup.make("auth")
       .addSuccess(EmailVerified)
   )
   .add(
-    Endpoint.get("emailCallback", "/v1/auth/email/callback", { policy: policy("N") })
+    Endpoint.get("emailCallback", "/v1/auth/email/callback", {
+      summary: "Open a magic link",
+      description: "Signs in with a magic link's `token`, once, within ten minutes, in the browser that asked for " +
+        "it; redirects (303) to the stored `return_to`, or to `{ui_url}/sign-in?error=<code>`.",
+      policy: policy("N")
+    })
       .setUrlParams(Schema.Struct({ token: Schema.optional(Schema.String) }))
       .addSuccess(HttpApiSchema.Empty(303))
   )
   .add(
-    Endpoint.post("logout", "/v1/auth/logout", { policy: policy("S") })
+    Endpoint.post("logout", "/v1/auth/logout", {
+      summary: "Sign out",
+      description: "Ends the session. API keys cannot sign out: revoke the key instead. Takes no body.",
+      policy: policy("S")
+    })
       .addSuccess(HttpApiSchema.NoContent)
   )
   .middleware(Authorization)
+  .annotate(OpenApi.Description, "Sign-in: the methods offered, email codes and magic links, sign-out.")
 {}
 
 export const ApiKeyDto = Schema.Struct({
@@ -101,18 +123,36 @@ export const ApiKeyList = Schema.Struct({ items: Schema.Array(ApiKeyDto) })
 
 export class ApiKeysApi extends HttpApiGroup.make("apiKeys")
   .add(
-    Endpoint.get("list", "/v1/api-keys", { policy: policy("F", "header") })
+    Endpoint.get("list", "/v1/api-keys", {
+      summary: "List API keys",
+      description: "Owners and admins see every key of the organization; other members only their own. Secrets " +
+        "are never shown again.",
+      policy: policy("F", "header")
+    })
       .addSuccess(ApiKeyList)
   )
   .add(
-    Endpoint.post("create", "/v1/api-keys", { policy: policy("F", "header") })
+    Endpoint.post("create", "/v1/api-keys", {
+      summary: "Create an API key",
+      description: "A key of the organization, acting with its creator's current role and the chosen `preset` " +
+        "(not above the calling key's own), valid `expires_in_days` (1-365, default 90). The `secret` is " +
+        "answered only here.",
+      policy: policy("F", "header")
+    })
       .setPayload(CreateApiKeyRequest)
       .addSuccess(CreatedApiKey, { status: 201 })
   )
   .add(
-    Endpoint.del("revoke", "/v1/api-keys/:id", { policy: policy("F", "header"), errors: [ResourceNotFound] })
+    Endpoint.del("revoke", "/v1/api-keys/:id", {
+      summary: "Revoke an API key",
+      description: "The key stops working at once. Owners and admins may revoke any key of the organization, " +
+        "other members their own. Takes no body.",
+      policy: policy("F", "header"),
+      errors: [ResourceNotFound]
+    })
       .setPath(Schema.Struct({ id: Uuid }))
       .addSuccess(HttpApiSchema.NoContent)
   )
   .middleware(Authorization)
+  .annotate(OpenApi.Description, "API keys: create, list and revoke the organization's keys.")
 {}

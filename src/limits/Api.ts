@@ -1,4 +1,4 @@
-import { HttpApiGroup } from "@effect/platform"
+import { HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { Authorization } from "../kernel/http/Authorization.js"
 import { Endpoint } from "../kernel/http/Endpoint.js"
@@ -15,6 +15,14 @@ export const LimitsDto = Schema.Struct({
 })
 
 export class LimitsApi extends HttpApiGroup.make("limits")
-  .add(Endpoint.get("get", "/v1/limits", { policy: policy("R", "header") }).addSuccess(LimitsDto))
+  .add(
+    Endpoint.get("get", "/v1/limits", {
+      summary: "Get the organization's limits",
+      description: "Concurrent machines and starts per hour, each with its limit and use. `status` is `at_limit` " +
+        "once any is used up: the next boot would answer 429 `limit_exceeded`.",
+      policy: policy("R", "header")
+    }).addSuccess(LimitsDto)
+  )
   .middleware(Authorization)
+  .annotate(OpenApi.Description, "Limits: how many machines the organization may run and start.")
 {}

@@ -1,23 +1,28 @@
 /** Machines (extensions.md §5): the resource, its settings, and the routes that accept operations. */
-import { HttpApiGroup } from "@effect/platform"
+import { HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { MachineSize as Size, MachineState, StopReason } from "../kernel/domain/MachineStates.js"
 import { Authorization } from "../kernel/http/Authorization.js"
 import {
+  AbsoluteMachinePath,
   AcceptedChange,
   IdempotencyHeaders,
+  MachineArgument,
+  MachinePath,
+  MachineString,
+  maxArgumentBytes,
   NullableTimestamp,
   QueryParams,
   RequestBody,
   Timestamp,
   Uuid
 } from "../kernel/http/Dto.js"
-import { Endpoint } from "../kernel/http/Endpoint.js"
+import { Endpoint, type EndpointSpec } from "../kernel/http/Endpoint.js"
 import { acceptErrors, stateErrors } from "../kernel/http/ErrorLists.js"
 import { ResourceNotFound } from "../kernel/http/Errors.js"
 import { LimitExceeded, MachineDeleted, NameTaken } from "../kernel/http/MachineErrors.js"
 import { pageFields } from "../kernel/http/Pagination.js"
-import { policy, type PolicySpec } from "../kernel/http/Policy.js"
+import { policy } from "../kernel/http/Policy.js"
 import type { ProblemClass } from "../kernel/http/Problem.js"
 import { NoSnapshot, SnapshotPending } from "../snapshots/Errors.js"
 
@@ -59,16 +64,15 @@ const Seconds = Schema.NullOr(Schema.Int.pipe(Schema.between(1, 30 * 24 * 3600))
 export const CreateMachineRequest = RequestBody({
   name: MachineName,
   size: Schema.optionalWith(Size, { default: () => "default" as const }),
-  image: Schema.optionalWith(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)), {
+  image: Schema.optionalWith(MachineString.pipe(Schema.minLength(1), Schema.maxLength(200)), {
     default: () => "default"
   }),
   environment_id: Schema.optionalWith(Schema.NullOr(Uuid), { default: () => null }),
   internet_access: Schema.optionalWith(Schema.Boolean, { default: () => true }),
   auto_stop_seconds: Schema.optionalWith(Seconds, { default: () => null }),
   idle_sleep_seconds: Schema.optionalWith(Seconds, { default: () => null }),
-  setup_script: Schema.optionalWith(Schema.NullOr(Schema.String.pipe(Schema.maxLength(256 * 1024))), {
-    default: () => null
-  }),
+  /** Run as `sh -c <script>` at the first boot, so one argument's limit. */
+  setup_script: Schema.optionalWith(Schema.NullOr(MachineArgument), { default: () => null }),
   template: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null }),
   start: Schema.optionalWith(Schema.Boolean, { default: () => true })
 })
@@ -98,7 +102,7 @@ export const PatchMachineRequest = RequestBody({
 const PublicKey = Schema.String.pipe(
   Schema.maxLength(16 * 1024),
   Schema.pattern(
-    /^(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\.com|sk-ecdsa-sha2-nistp256@openssh\.com) [A-Za-z0-9+/]+={0,3}( [^\r\n]*)?$/,
+    /^(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\.com|sk-ecdsa-sha2-nistp256@openssh\.com) [A-Za-z0-9+/]+={0,3}( [^\r\n\0]*)?$/,
     { message: () => "an OpenSSH public key line such as \"ssh-ed25519 AAAA... comment\"" }
   )
 )
@@ -127,28 +131,60 @@ const Base64 = Schema.String.pipe(
   Schema.pattern(/^[A-Za-z0-9+/]*={0,2}$/, { message: () => "must be base64" })
 )
 
-export const ExecRequest = RequestBody({
-  command: Schema.optional(Schema.NonEmptyArray(Schema.String)),
-  shell: Schema.optional(Schema.String.pipe(Schema.minLength(1))),
-  cwd: Schema.optional(Schema.String),
-  env: Schema.optional(
-    Schema.Record({ key: Schema.String.pipe(Schema.pattern(/^[A-Za-z_][A-Za-z0-9_]*$/)), value: Schema.String })
+/** What one exec may hand the kernel: its arguments and variables, well under Linux's ARG_MAX. */
+const maxCommandBytes = 1024 * 1024
+
+const entryBytes = (name: string, value: string) => Buffer.byteLength(name) + 1 + Buffer.byteLength(value)
+
+/** The bytes an exec's arguments and variables take in the new process, each with its final NUL. */
+const commandBytes = (body: {
+  readonly command?: ReadonlyArray<string> | undefined
+  readonly shell?: string | undefined
+  readonly env?: Readonly<Record<string, string>> | undefined
+}) =>
+  (body.command ?? [body.shell ?? ""]).reduce((sum, arg) => sum + Buffer.byteLength(arg) + 1, 0) +
+  Object.entries(body.env ?? {}).reduce((sum, [name, value]) => sum + entryBytes(name, value) + 1, 0)
+
+const VariableEntries = Schema.Record({
+  key: Schema.String.pipe(
+    Schema.pattern(/^[A-Za-z_][A-Za-z0-9_]*$/, { message: () => "a variable name like API_TOKEN" })
   ),
+  value: MachineString
+}).pipe(
+  Schema.filter((env) => {
+    const long = Object.entries(env).find(([name, value]) => entryBytes(name, value) > maxArgumentBytes)
+    return long === undefined ||
+      { path: [long[0]], message: `NAME=value at most ${maxArgumentBytes} bytes (the kernel's limit for one entry)` }
+  })
+)
+
+export const ExecRequest = RequestBody({
+  command: Schema.optional(Schema.NonEmptyArray(MachineArgument)),
+  shell: Schema.optional(
+    MachineArgument.pipe(Schema.minLength(1)).annotations({
+      description: "a line for /bin/sh -c: no NUL byte, at most 131071 bytes"
+    })
+  ),
+  cwd: Schema.optional(MachinePath),
+  env: Schema.optional(VariableEntries),
   stdin_base64: Schema.optional(Base64),
   timeout_seconds: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 3600)), { default: () => 300 })
-}).pipe(
+}, { allOf: [{ oneOf: [{ required: ["command"] }, { required: ["shell"] }] }] }).pipe(
   Schema.filter((body) =>
     (body.command === undefined) !== (body.shell === undefined) ||
     { path: ["command"], message: "give exactly one of command (argv) or shell" }
+  ),
+  Schema.filter((body) =>
+    commandBytes(body) <= maxCommandBytes ||
+    { path: ["command"], message: `the command and env together at most ${maxCommandBytes} bytes` }
   )
 )
 export type ExecRequest = typeof ExecRequest.Type
 
-const AbsolutePath = Schema.String.pipe(Schema.pattern(/^\//, { message: () => "must be an absolute path" }))
 const sixteenMiB = 16 * 1024 * 1024
 
 export const WriteFileRequest = RequestBody({
-  path: AbsolutePath,
+  path: AbsoluteMachinePath,
   data_base64: Base64.pipe(Schema.maxLength(Math.ceil(sixteenMiB / 3) * 4, {
     message: () => "at most 16 MiB of data"
   })),
@@ -161,7 +197,7 @@ export type WriteFileRequest = typeof WriteFileRequest.Type
 
 export const ReadFileRequest = RequestBody({
   ranges: Schema.Array(Schema.Struct({
-    path: AbsolutePath,
+    path: AbsoluteMachinePath,
     offset: Schema.optionalWith(Schema.Int.pipe(Schema.nonNegative()), { default: () => 0 }),
     size: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, sixteenMiB)), { default: () => sixteenMiB })
   })).pipe(Schema.minItems(1), Schema.maxItems(16))
@@ -172,7 +208,7 @@ export const MachineList = Schema.Struct({ items: Schema.Array(MachineDto), next
 
 export const ListMachinesParams = QueryParams({ ...pageFields(Schema.String), state: Schema.optional(MachineState) })
 
-const MachinePath = Schema.Struct({ id: Uuid })
+const MachineIdPath = Schema.Struct({ id: Uuid })
 const PortPath = Schema.Struct({ id: Uuid, port: Schema.NumberFromString.pipe(Schema.compose(PortNumber)) })
 
 /** An operation-accepting route on one machine: path id, idempotency key, 202, the 409s. */
@@ -184,19 +220,31 @@ const change = <
   name: Name,
   method: "post" | "put" | "del",
   path: Path,
-  spec: { readonly policy: PolicySpec; readonly errors?: Extra }
+  spec: EndpointSpec<Extra>
 ) =>
   Endpoint[method](name, path, {
-    policy: spec.policy,
+    ...spec,
+    description: `${spec.description}\n\n${accepted}`,
     errors: [...acceptErrors, LimitExceeded, ...stateErrors, ...(spec.errors ?? ([] as unknown as Extra))]
   })
-    .setPath(MachinePath)
+    .setPath(MachineIdPath)
     .setHeaders(IdempotencyHeaders)
     .addSuccess(AcceptedChange, { status: 202 })
+
+/** What every operation-accepting route says once. */
+const accepted = "An operation ([IDEM]): answers 202 at once with `operation_url`; the machine changes in the " +
+  "background, in acceptance order with its other operations. The request is checked against the state the " +
+  "machine will have once the operations already accepted have run (409 when it conflicts). The same " +
+  "`Idempotency-Key` with the same body answers the first operation again; with another body, 409 " +
+  "`idempotency_conflict`."
 
 export class MachinesApi extends HttpApiGroup.make("machines")
   .add(
     Endpoint.post("create", "/v1/machines", {
+      summary: "Create a machine",
+      description: "Creates a machine, started unless `start` is false. `name` is unique among the organization's " +
+        "live machines. `template` (a name or an id) makes it from a template's disk. `setup_script` runs once " +
+        "as `/bin/sh -c`, at the first boot; its result is on the create operation.\n\n" + accepted,
       policy: policy("C", "header"),
       errors: [...acceptErrors, NameTaken, LimitExceeded, SnapshotPending]
     })
@@ -205,70 +253,149 @@ export class MachinesApi extends HttpApiGroup.make("machines")
       .addSuccess(AcceptedChange, { status: 202 })
   )
   .add(
-    change("fork", "post", "/v1/machines/:id/fork", { policy: policy("C", "header"), errors: [NameTaken] })
+    change("fork", "post", "/v1/machines/:id/fork", {
+      summary: "Fork a machine",
+      description: "A new machine whose disk is a copy of this one's, stopped or running. `machine_id` of the " +
+        "answer is the new machine.",
+      policy: policy("C", "header"),
+      errors: [NameTaken]
+    })
       .setPayload(ForkRequest)
   )
   .add(
     change("restore", "post", "/v1/machines/:id/restore", {
+      summary: "Restore a snapshot as a new machine",
+      description: "A new machine from a snapshot of this machine: `snapshot_id`, or its latest ready snapshot " +
+        "when none is named (404 `no_snapshot` when it has none). `machine_id` of the answer is the new machine.",
       policy: policy("C", "header"),
       errors: [NameTaken, NoSnapshot, SnapshotPending]
     })
       .setPayload(RestoreRequest)
   )
   .add(
-    Endpoint.get("list", "/v1/machines", { policy: policy("R", "header") })
+    Endpoint.get("list", "/v1/machines", {
+      summary: "List machines",
+      description: "The organization's machines, a page at a time (`next_cursor`). Deleted machines are left out " +
+        "unless `state=deleted` is asked for.",
+      policy: policy("R", "header")
+    })
       .setUrlParams(ListMachinesParams)
       .addSuccess(MachineList)
   )
   .add(
-    Endpoint.get("get", "/v1/machines/:id", { policy: policy("R", "header"), errors: [ResourceNotFound] })
-      .setPath(MachinePath)
+    Endpoint.get("get", "/v1/machines/:id", {
+      summary: "Get a machine",
+      description: "One machine, deleted ones included (state `deleted`).",
+      policy: policy("R", "header"),
+      errors: [ResourceNotFound]
+    })
+      .setPath(MachineIdPath)
       .addSuccess(MachineDto)
   )
   .add(
     Endpoint.patch("update", "/v1/machines/:id", {
+      summary: "Change a machine's settings",
+      description: "Renames a machine or changes its timers (`auto_stop_seconds`, `idle_sleep_seconds`, null turns " +
+        "one off) or its automatic snapshots. Not an operation: answers at once with the machine; absent members " +
+        "are left as they are.",
       policy: policy("U", "header"),
       errors: [ResourceNotFound, NameTaken, MachineDeleted]
     })
-      .setPath(MachinePath)
+      .setPath(MachineIdPath)
       .setPayload(PatchMachineRequest)
       .addSuccess(MachineDto)
   )
-  .add(change("start", "post", "/v1/machines/:id/start", { policy: policy("U", "header") }))
-  .add(change("stop", "post", "/v1/machines/:id/stop", { policy: policy("U", "header") }).setPayload(StopRequest))
-  .add(change("restart", "post", "/v1/machines/:id/restart", { policy: policy("U", "header") }))
-  .add(change("delete", "del", "/v1/machines/:id", { policy: policy("C", "header") }))
-  .add(change("exec", "post", "/v1/machines/:id/exec", { policy: policy("U", "header") }).setPayload(ExecRequest))
+  .add(change("start", "post", "/v1/machines/:id/start", {
+    summary: "Start a machine",
+    description: "Boots a stopped machine. Takes no body.",
+    policy: policy("U", "header")
+  }))
   .add(
-    change("writeFile", "post", "/v1/machines/:id/files/write", { policy: policy("U", "header") }).setPayload(
-      WriteFileRequest
-    )
+    change("stop", "post", "/v1/machines/:id/stop", {
+      summary: "Stop a machine",
+      description: "Stops a running machine (`stop_reason` `api`). The body may be left out. With `force`, " +
+        "the operations accepted before it that have not finished are cancelled, so a machine stuck behind " +
+        "one can always be stopped.",
+      policy: policy("U", "header")
+    }).setPayload(StopRequest)
+  )
+  .add(change("restart", "post", "/v1/machines/:id/restart", {
+    summary: "Restart a machine",
+    description: "Stops and boots the machine; it succeeds once a new boot (`boot_id`) is observed. Takes no body.",
+    policy: policy("U", "header")
+  }))
+  .add(change("delete", "del", "/v1/machines/:id", {
+    summary: "Delete a machine",
+    description: "Stops the machine and removes it with its disk; the operations accepted before it that have not " +
+      "finished are cancelled. The machine is still found by id, with state `deleted`, and its name is free " +
+      "again. Takes no body.",
+    policy: policy("C", "header")
+  }))
+  .add(
+    change("exec", "post", "/v1/machines/:id/exec", {
+      summary: "Run a command",
+      description: "Runs `command` (an argv) or `shell` (a line for `/bin/sh -c`) in the running machine, in `cwd` " +
+        "(relative to the machine's home) with `env` added, `stdin_base64` as its input, for at most " +
+        "`timeout_seconds`. The result is the operation's `exec_result` (the first 1 MiB of stdout and stderr " +
+        "each). Arguments hold no NUL byte; one argument, a shell line or `NAME=value` at most 131071 bytes, " +
+        "the command and env together at most 1 MiB; `cwd` at most 4095 bytes.",
+      policy: policy("U", "header")
+    }).setPayload(ExecRequest)
   )
   .add(
-    change("readFile", "post", "/v1/machines/:id/files/read", { policy: policy("U", "header") }).setPayload(
-      ReadFileRequest
-    )
+    change("writeFile", "post", "/v1/machines/:id/files/write", {
+      summary: "Write a file",
+      description: "Writes (or with `append`, appends) `data_base64`, at most 16 MiB, to the absolute `path` in the " +
+        "running machine, with `mode` (octal) when given. A path holds no NUL byte, at most 4095 bytes, each name " +
+        "at most 255.",
+      policy: policy("U", "header")
+    }).setPayload(WriteFileRequest)
   )
   .add(
-    change("installSshKey", "post", "/v1/machines/:id/ssh-keys", { policy: policy("U", "header") }).setPayload(
-      SshKeyRequest
-    )
+    change("readFile", "post", "/v1/machines/:id/files/read", {
+      summary: "Read files",
+      description: "Reads 1-16 `ranges` (absolute `path`, `offset`, `size` at most 16 MiB) from the running machine; " +
+        "the data is the operation's `file_ranges` (`missing` for a file that does not exist; a directory fails " +
+        "the operation).",
+      policy: policy("U", "header")
+    }).setPayload(ReadFileRequest)
   )
   .add(
-    change("setInternet", "put", "/v1/machines/:id/internet", { policy: policy("U", "header") }).setPayload(
-      InternetRequest
-    )
+    change("installSshKey", "post", "/v1/machines/:id/ssh-keys", {
+      summary: "Install an SSH key",
+      description: "Adds an OpenSSH public key line to the machine's authorized keys.",
+      policy: policy("U", "header")
+    }).setPayload(SshKeyRequest)
   )
   .add(
-    change("exposePort", "post", "/v1/machines/:id/ports", { policy: policy("U", "header") }).setPayload(
-      ExposePortRequest
-    )
+    change("setInternet", "put", "/v1/machines/:id/internet", {
+      summary: "Turn internet access on or off",
+      description: "Changes the running machine's network; it succeeds once the change is observed, without a " +
+        "restart.",
+      policy: policy("U", "header")
+    }).setPayload(InternetRequest)
   )
   .add(
-    change("unexposePort", "del", "/v1/machines/:id/ports/:port", { policy: policy("U", "header") }).setPath(PortPath)
+    change("exposePort", "post", "/v1/machines/:id/ports", {
+      summary: "Expose a port",
+      description: "Makes a port of the machine reachable through the port proxy at " +
+        "`/v1/machines/{id}/ports/{port}/http/`: a public port needs nothing, a private one a key, a session or " +
+        "a port token.",
+      policy: policy("U", "header")
+    }).setPayload(ExposePortRequest)
+  )
+  .add(
+    change("unexposePort", "del", "/v1/machines/:id/ports/:port", {
+      summary: "Stop exposing a port",
+      description: "The port proxy stops forwarding to this port. Takes no body.",
+      policy: policy("U", "header")
+    }).setPath(PortPath)
   )
   .add(
     Endpoint.post("createPortToken", "/v1/machines/:id/ports/:port/tokens", {
+      summary: "Make a port access token",
+      description: "A token that opens a private exposed port through the proxy until `expires_at` (header " +
+        "`x-svc-port-token` or query `svc_port_token`). Not an operation: answers at once.",
       policy: policy("U", "header"),
       errors: [ResourceNotFound]
     })
@@ -277,4 +404,9 @@ export class MachinesApi extends HttpApiGroup.make("machines")
       .addSuccess(PortToken, { status: 201 })
   )
   .middleware(Authorization)
+  .annotate(
+    OpenApi.Description,
+    "Machines: create, change and delete them; run commands and move files in them; expose their ports. " +
+      "Every change is an operation (see operations)."
+  )
 {}

@@ -1,5 +1,5 @@
 /** Operations (api.md "Operations", extensions.md §7): read, list per machine, cancel, events. */
-import { HttpApiGroup } from "@effect/platform"
+import { HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { OperationStatus, StopReason } from "../kernel/domain/MachineStates.js"
 import { Authorization } from "../kernel/http/Authorization.js"
@@ -44,12 +44,23 @@ const OperationPath = Schema.Struct({ id: Uuid })
 
 export class OperationsApi extends HttpApiGroup.make("operations")
   .add(
-    Endpoint.get("get", "/v1/operations/:id", { policy: policy("R", "header"), errors: [ResourceNotFound] })
+    Endpoint.get("get", "/v1/operations/:id", {
+      summary: "Get an operation",
+      description: "An operation's status (`pending`, `running`, `succeeded`, `failed`, `uncertain`, " +
+        "`correlation_miss`) and result. `succeeded` only once the expected state was observed on the host; " +
+        "`failed` means it definitely did not happen (`error_code` says why); `uncertain` is retried with the " +
+        "same request until it settles; `correlation_miss` and `completed_but_unchanged` mean not done. Poll " +
+        "every 250 ms growing to 2 s, or follow its events.",
+      policy: policy("R", "header"),
+      errors: [ResourceNotFound]
+    })
       .setPath(OperationPath)
       .addSuccess(OperationDto)
   )
   .add(
     Endpoint.get("listForMachine", "/v1/machines/:id/operations", {
+      summary: "List a machine's operations",
+      description: "The machine's operations, newest first, a page at a time (`next_cursor`).",
       policy: policy("R", "header"),
       errors: [ResourceNotFound]
     })
@@ -58,12 +69,29 @@ export class OperationsApi extends HttpApiGroup.make("operations")
       .addSuccess(OperationList)
   )
   .add(
-    Endpoint.post("cancel", "/v1/operations/:id/cancel", { policy: policy("U", "header"), errors: [ResourceNotFound] })
+    Endpoint.post("cancel", "/v1/operations/:id/cancel", {
+      summary: "Cancel an operation",
+      description: "Ends an operation that is not terminal, in bounded time, and frees the machine for the next " +
+        "one: a pending operation fails with `cancelled`; a running exec is killed (`exec_result.cancelled`); " +
+        "another running operation gets a short grace to finish, and it and an uncertain one end " +
+        "`correlation_miss` with `error_code` `cancelled` (whether the change happened cannot be known). A " +
+        "terminal operation is answered as it is. Takes no body.",
+      policy: policy("U", "header"),
+      errors: [ResourceNotFound]
+    })
       .setPath(OperationPath)
       .addSuccess(OperationDto, { status: 202 })
   )
   .add(
-    Endpoint.get("events", "/v1/operations/:id/events", { policy: policy("R", "header"), errors: [ResourceNotFound] })
+    Endpoint.get("events", "/v1/operations/:id/events", {
+      summary: "Follow an operation's events",
+      description: "Server-sent events: the persisted history, then live events until the operation is terminal. " +
+        "Events `status` (`{status, attempt_count, error_code}`), `output` (an exec's `{stream, data_base64}`), " +
+        "`progress` (`{done_bytes, total_bytes}`), and a final `end`. Each `id` is persisted and monotonic; " +
+        "`Last-Event-ID` resumes strictly after it.",
+      policy: policy("R", "header"),
+      errors: [ResourceNotFound]
+    })
       .setPath(OperationPath)
       .setHeaders(Schema.Struct({
         "last-event-id": Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.nonNegative()))
@@ -71,4 +99,8 @@ export class OperationsApi extends HttpApiGroup.make("operations")
       .addSuccess(EventStream)
   )
   .middleware(Authorization)
+  .annotate(
+    OpenApi.Description,
+    "Operations: every change to a machine is one. Read its status and result, follow its events, cancel it."
+  )
 {}

@@ -1,4 +1,4 @@
-import { HttpApiGroup } from "@effect/platform"
+import { HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { Preset, Role } from "../kernel/domain/Access.js"
 import { Authorization } from "../kernel/http/Authorization.js"
@@ -35,6 +35,9 @@ export const MeDto = Schema.Struct({
 export class MembersApi extends HttpApiGroup.make("members")
   .add(
     Endpoint.get("list", "/v1/organizations/:organization_id/members", {
+      summary: "List members",
+      description: "The organization's members with their roles, running machines and this month's usage. 404 for " +
+        "an organization the caller is not a member of, or another organization than the key's.",
       policy: policy("R", "path"),
       errors: [ResourceNotFound]
     })
@@ -42,11 +45,19 @@ export class MembersApi extends HttpApiGroup.make("members")
       .addSuccess(MemberList)
   )
   .add(
-    Endpoint.get("me", "/v1/me", { policy: policy("R") })
+    Endpoint.get("me", "/v1/me", {
+      summary: "Who am I",
+      description: "The signed-in user (or the key's creator), their organizations and roles, the active " +
+        "organization, and the credential used.",
+      policy: policy("R")
+    })
       .addSuccess(MeDto)
   )
   .add(
     Endpoint.put("setActiveOrganization", "/v1/me/active-organization", {
+      summary: "Set the active organization",
+      description: "The organization a session acts in when it sends no `X-Organization-ID`; one the caller " +
+        "belongs to, or null to clear it.",
       policy: policy("S"),
       errors: [ResourceNotFound]
     })
@@ -54,4 +65,5 @@ export class MembersApi extends HttpApiGroup.make("members")
       .addSuccess(ActiveOrganizationDto)
   )
   .middleware(Authorization)
+  .annotate(OpenApi.Description, "Members and organizations: who belongs, and which organization a session acts in.")
 {}

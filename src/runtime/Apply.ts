@@ -316,7 +316,9 @@ printf '%s\\n' "$1" >> "$f" && chmod 600 "$f"`,
     }
   }).pipe(
     Effect.catchAll((error) =>
-      error._tag === "NotRunning" ? vanished(driver, machine) : Effect.succeed(uncertain(error))
+      error._tag === "NotRunning"
+        ? vanished(driver, machine)
+        : Effect.succeed(error.permanent !== undefined ? failed(error.permanent) : uncertain(error))
     )
   )
 

@@ -4,7 +4,7 @@
  * only wakes the fiber). No machine waits for another. An actor that dies is restarted alone. On
  * start, what was `running` becomes `uncertain` and every machine with open work is woken.
  */
-import { Cause, Clock, Context, Deferred, Effect, Either, Layer, Option } from "effect"
+import { Cause, Clock, Context, Deferred, Effect, Either, Fiber, Layer, Option } from "effect"
 import { MachineDriver } from "../drivers/MachineDriver.js"
 import { type MachineState, OperationStatus } from "../kernel/domain/MachineStates.js"
 import { Entitlements } from "../kernel/Entitlements.js"
@@ -29,6 +29,18 @@ interface Actor {
    * making a queue per actor start ran a fiber of its own (Effect.runSync).
    */
   woken: boolean
+  /** The actor's fiber, for a cancel that must end an operation which does not end by itself. */
+  fiber?: Fiber.RuntimeFiber<void>
+}
+
+/** An operation being carried out, as a cancel sees it. */
+interface Running {
+  /** Completed by a cancel: an exec, the start queue and a retry's wait answer it at once. */
+  readonly cancelled: Deferred.Deferred<void>
+  /** Set before the actor is interrupted for this operation, which then settles as cancelled. */
+  abandoned: boolean
+  /** Set once the operation is being settled: an interrupt then no longer settles it. */
+  settled: boolean
 }
 
 export interface MachineSupervisorShape {
@@ -94,7 +106,7 @@ const make = Effect.gen(function*() {
   const capacity = yield* HostCapacity
   const snapshotWork = yield* SnapshotWork
   const actors = new Map<string, Actor>()
-  const cancels = new Map<string, Deferred.Deferred<void>>()
+  const cancels = new Map<string, Running>()
   const scope = yield* Effect.scope
   const workers = { driver, snapshots: snapshotWork }
 
@@ -282,43 +294,33 @@ const make = Effect.gen(function*() {
    */
   const cancelledUnknown = { status: "correlation_miss", errorCode: "cancelled" } as const
 
-  /**
-   * Runs an attempt so that a cancel ends it in bounded time. An exec answers a cancel itself (its
-   * command is killed and it fails `cancelled` with its output); any other kind gets
-   * `cancelGraceSeconds` to finish on its own, then is interrupted (its scoped processes end).
-   */
-  const cancellable = (
-    decoded: DecodedRequest,
-    cancelled: Deferred.Deferred<void>,
-    attempt: Effect.Effect<Outcome>
-  ): Effect.Effect<Outcome> =>
-    decoded.kind === "exec" ? attempt : Effect.raceFirst(
-      attempt,
-      Deferred.await(cancelled).pipe(
-        Effect.zipRight(Effect.sleep(`${cancelGraceSeconds} seconds`)),
-        Effect.as(cancelledUnknown)
-      )
-    )
-
   /** Carries one operation to a terminal status, re-applying it while the outcome is uncertain. */
   const run = (initial: OperationRow) => {
     const request = decodeRequest(initial)
     const slotted = Either.isRight(request) && needsSlot(request.right)
+    let attempts = initial.attempt_count
+    let running: Running | undefined
+    /** Settles once: uninterruptible, so an interrupt from a cancel cannot cut a settle in two. */
+    const finish = (outcome: Exclude<Outcome, { status: "uncertain" }>) =>
+      Effect.suspend(() => {
+        if (running !== undefined) running.settled = true
+        return Effect.uninterruptible(settle(initial, attempts, outcome))
+      })
     return Effect.gen(function*() {
-      let attempts = initial.attempt_count
       if (Either.isLeft(request)) {
         yield* Effect.logError("operation request does not decode").pipe(
           Effect.annotateLogs({ operation_id: initial.id, reason: request.left })
         )
-        return yield* settle(initial, attempts, { status: "failed", errorCode: "invalid_request" })
+        return yield* finish({ status: "failed", errorCode: "invalid_request" })
       }
       const decoded = request.right
       const cancelled = yield* Deferred.make<void>()
-      cancels.set(initial.id, cancelled)
+      running = { cancelled, abandoned: false, settled: false }
+      cancels.set(initial.id, running)
       if (slotted) {
         const slot = yield* admission(initial, cancelled)
         if (slot === "cancelled") return
-        if (slot === "expired") return yield* settle(initial, attempts, yield* noCapacity(initial, decoded))
+        if (slot === "expired") return yield* finish(yield* noCapacity(initial, decoded))
       }
       while (true) {
         const machine = yield* machines.find(initial.machine_id)
@@ -339,20 +341,16 @@ const make = Effect.gen(function*() {
         const env = !boots.has(initial.kind) || environment_id === null || environment_version === null
           ? {}
           : yield* environments.variables(environment_id, environment_version)
-        const outcome = yield* cancellable(
-          decoded,
-          cancelled,
-          apply(initial, decoded, machine.value, {
-            env,
-            cancelled: Deferred.await(cancelled),
-            earlierOutput: attempts === 1 ? new OutputCollector() : yield* earlierOutput(initial),
-            onOutput: (stream, chunk) =>
-              recordNow(initial, "output", { stream, data_base64: Buffer.from(chunk).toString("base64") }),
-            onProgress: (doneBytes, totalBytes) =>
-              recordNow(initial, "progress", { done_bytes: doneBytes, total_bytes: totalBytes })
-          }, workers)
-        )
-        if (outcome.status !== "uncertain") return yield* settle(initial, attempts, outcome)
+        const outcome = yield* apply(initial, decoded, machine.value, {
+          env,
+          cancelled: Deferred.await(cancelled),
+          earlierOutput: attempts === 1 ? new OutputCollector() : yield* earlierOutput(initial),
+          onOutput: (stream, chunk) =>
+            recordNow(initial, "output", { stream, data_base64: Buffer.from(chunk).toString("base64") }),
+          onProgress: (doneBytes, totalBytes) =>
+            recordNow(initial, "progress", { done_bytes: doneBytes, total_bytes: totalBytes })
+        }, workers)
+        if (outcome.status !== "uncertain") return yield* finish(outcome)
         yield* Effect.logWarning("operation uncertain; will re-apply").pipe(
           Effect.annotateLogs({ operation_id: initial.id, reason: outcome.reason, attempt: attempts })
         )
@@ -370,16 +368,37 @@ const make = Effect.gen(function*() {
           Effect.as(Effect.sleep(retryDelay(attempts)), "retry" as const),
           Effect.as(Deferred.await(cancelled), "cancelled" as const)
         )
-        if (retry === "cancelled") return yield* settle(initial, attempts, cancelledUnknown)
+        if (retry === "cancelled") return yield* finish(cancelledUnknown)
       }
     }).pipe(
-      // One finalizer, not two: each is an uninterruptible region of its own.
+      // One finalizer, not two: each is an uninterruptible region of its own. An operation whose
+      // actor a cancel interrupted (it did not end within the grace) is settled here.
       Effect.ensuring(Effect.suspend(() => {
         cancels.delete(initial.id)
-        return slotted ? capacity.release(initial.machine_id) : capacity.pump
+        const release = slotted ? capacity.release(initial.machine_id) : capacity.pump
+        return running?.abandoned === true && !running.settled
+          ? Effect.zipRight(settle(initial, attempts, cancelledUnknown), release)
+          : release
       }))
     )
   }
+
+  /**
+   * A cancelled operation that has not ended after `cancelGraceSeconds` (an exec ends at once; any
+   * other kind has no cancel of its own) is abandoned: its actor is interrupted, which ends the
+   * driver's work and its scoped processes, settles the operation as cancelled and starts a new
+   * actor for the rest of the mailbox. Only a cancel pays for this, not every operation.
+   */
+  const abandonAfterGrace = (operation: OperationRow, running: Running) =>
+    Effect.gen(function*() {
+      yield* Effect.sleep(`${cancelGraceSeconds} seconds`)
+      const actor = actors.get(operation.machine_id)
+      if (cancels.get(operation.id) !== running || actor?.fiber === undefined) return
+      running.abandoned = true
+      yield* Fiber.interrupt(actor.fiber)
+      if (actors.get(operation.machine_id) === actor) actors.delete(operation.machine_id)
+      yield* wake(operation.machine_id)
+    })
 
   /** The actor: drains the machine's open operations, then ends once nothing woke it meanwhile. */
   const actor = (machineId: string, self: Actor): Effect.Effect<void> =>
@@ -421,7 +440,10 @@ const make = Effect.gen(function*() {
       }
       const self: Actor = { woken: true }
       actors.set(machineId, self)
-      return supervised(machineId, self).pipe(Effect.forkIn(scope), Effect.asVoid)
+      return supervised(machineId, self).pipe(
+        Effect.forkIn(scope),
+        Effect.map((fiber) => void (self.fiber = fiber))
+      )
     })
 
   // Reconcile: a machine whose sandbox ended while svc was down (a crash, a host restart) is stopped.
@@ -457,7 +479,10 @@ const make = Effect.gen(function*() {
       )
       // A pending boot may wait in the start queue: its actor gives up its place.
       const running = cancels.get(operation.id)
-      if (running !== undefined) yield* Deferred.succeed(running, undefined)
+      if (running !== undefined) {
+        yield* Deferred.succeed(running.cancelled, undefined)
+        yield* Effect.forkIn(abandonAfterGrace(operation, running), scope)
+      }
     })
 
   return MachineSupervisor.of({

@@ -3,7 +3,7 @@
  * bulk delete and delete by source; templates by name or id. Fork and restore are machine routes
  * (MachinesApi). docs/snapshots.md says what the store behind them does.
  */
-import { HttpApiGroup } from "@effect/platform"
+import { HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { Authorization } from "../kernel/http/Authorization.js"
 import { NullableTimestamp, QueryParams, RequestBody, Timestamp, Uuid } from "../kernel/http/Dto.js"
@@ -105,9 +105,11 @@ const changers = ["owner", "admin", "operator"] as const
 const snapshotChange = <const Name extends string, const Extra extends ReadonlyArray<ProblemClass<any>>>(
   name: Name,
   path: `/v1/${string}`,
+  text: { readonly summary: string; readonly description: string },
   extra: Extra
 ) =>
   Endpoint.post(name, path, {
+    ...text,
     policy: policy("U", "header", changers),
     errors: [...acceptErrors, ...stateErrors, LimitExceeded, ...extra]
   })
@@ -116,18 +118,30 @@ const snapshotChange = <const Name extends string, const Extra extends ReadonlyA
 
 export class SnapshotsApi extends HttpApiGroup.make("snapshots")
   .add(
-    snapshotChange("push", "/v1/machines/:id/snapshots", [SnapshotLimitReached])
+    snapshotChange("push", "/v1/machines/:id/snapshots", {
+      summary: "Snapshot a stopped machine",
+      description: "Pushes a snapshot of the stopped machine's disk (`tier` default `warm`). An operation " +
+        "([IDEM]): answers 202 with the snapshot, `pending` until the push settles `ready` or `failed`."
+    }, [SnapshotLimitReached])
       .setPath(MachinePath)
       .setPayload(PushRequest)
   )
   .add(
-    Endpoint.get("list", "/v1/machines/:id/snapshots", { policy: policy("R", "header"), errors: [ResourceNotFound] })
+    Endpoint.get("list", "/v1/machines/:id/snapshots", {
+      summary: "List a machine's snapshots",
+      description: "A page at a time (`limit` 1-100, default 50; `cursor` the previous page's last id).",
+      policy: policy("R", "header"),
+      errors: [ResourceNotFound]
+    })
       .setPath(MachinePath)
       .setUrlParams(PageParams)
       .addSuccess(SnapshotPage)
   )
   .add(
     Endpoint.get("latest", "/v1/machines/:id/snapshots/latest", {
+      summary: "Get a machine's latest snapshot",
+      description: "The newest ready snapshot; pending and failed pushes and templates are skipped. 404 " +
+        "`no_snapshot` when there is none.",
       policy: policy("R", "header"),
       errors: [ResourceNotFound, NoSnapshot]
     })
@@ -136,6 +150,9 @@ export class SnapshotsApi extends HttpApiGroup.make("snapshots")
   )
   .add(
     Endpoint.del("deleteForMachine", "/v1/machines/:id/snapshots", {
+      summary: "Delete a machine's snapshots",
+      description: "Every snapshot of the machine, or only `source`'s; oldest first. Templates and pending pushes " +
+        "are kept and reported in `results`. Takes no body.",
       policy: policy("U", "header", changers),
       errors: [ResourceNotFound]
     })
@@ -144,12 +161,20 @@ export class SnapshotsApi extends HttpApiGroup.make("snapshots")
       .addSuccess(SnapshotDeleteResults)
   )
   .add(
-    Endpoint.get("get", "/v1/snapshots/:snapshot_id", { policy: policy("R", "header"), errors: [ResourceNotFound] })
+    Endpoint.get("get", "/v1/snapshots/:snapshot_id", {
+      summary: "Get a snapshot",
+      description: "One snapshot or template.",
+      policy: policy("R", "header"),
+      errors: [ResourceNotFound]
+    })
       .setPath(SnapshotPath)
       .addSuccess(SnapshotDto)
   )
   .add(
     Endpoint.del("delete", "/v1/snapshots/:snapshot_id", {
+      summary: "Delete a snapshot",
+      description: "Removes a ready or failed snapshot from the product; the store collects its data. 409 " +
+        "`snapshot_pending` while its push has not settled. Takes no body.",
       policy: policy("U", "header", changers),
       errors: [ResourceNotFound, SnapshotPending]
     })
@@ -157,21 +182,37 @@ export class SnapshotsApi extends HttpApiGroup.make("snapshots")
       .addSuccess(Schema.Void, { status: 204 })
   )
   .add(
-    Endpoint.post("bulkDelete", "/v1/snapshots/bulk-delete", { policy: policy("U", "header", changers) })
+    Endpoint.post("bulkDelete", "/v1/snapshots/bulk-delete", {
+      summary: "Delete snapshots in bulk",
+      description: "1-100 `snapshot_ids` (duplicates reported once). Answers 200 even when some were kept: each " +
+        "id's result is `deleted`, `not_found`, `pending` or `template`.",
+      policy: policy("U", "header", changers)
+    })
       .setPayload(BulkDeleteRequest)
       .addSuccess(SnapshotDeleteResults)
   )
   .add(
-    snapshotChange("createTemplate", "/v1/templates", [TemplateNameTaken, TemplateLimitReached])
+    snapshotChange("createTemplate", "/v1/templates", {
+      summary: "Save a stopped machine as a template",
+      description: "A warm push saved under `name` (first a-z or 0-9, then up to 63 of a-z, 0-9, `.`, `_`, `-`; " +
+        "unique among the organization's templates). An operation ([IDEM]): answers 202 with the snapshot, " +
+        "`pending` until it settles."
+    }, [TemplateNameTaken, TemplateLimitReached])
       .setPayload(TemplateRequest)
   )
   .add(
-    Endpoint.get("listTemplates", "/v1/templates", { policy: policy("R", "header") })
+    Endpoint.get("listTemplates", "/v1/templates", {
+      summary: "List templates",
+      description: "The organization's templates, a page at a time (`limit` 1-100, default 50; `cursor`).",
+      policy: policy("R", "header")
+    })
       .setUrlParams(PageParams)
       .addSuccess(SnapshotPage)
   )
   .add(
     Endpoint.get("getTemplate", "/v1/templates/:template", {
+      summary: "Get a template",
+      description: "`template` is a name or an id.",
       policy: policy("R", "header"),
       errors: [ResourceNotFound]
     })
@@ -180,6 +221,8 @@ export class SnapshotsApi extends HttpApiGroup.make("snapshots")
   )
   .add(
     Endpoint.del("deleteTemplate", "/v1/templates/:template", {
+      summary: "Delete a template",
+      description: "The name is free again. 409 `snapshot_pending` while its save has not settled. Takes no body.",
       policy: policy("U", "header", changers),
       errors: [ResourceNotFound, SnapshotPending]
     })
@@ -187,4 +230,9 @@ export class SnapshotsApi extends HttpApiGroup.make("snapshots")
       .addSuccess(Schema.Void, { status: 204 })
   )
   .middleware(Authorization)
+  .annotate(
+    OpenApi.Description,
+    "Snapshots and templates: push snapshots of stopped machines, save templates, list and delete them. Fork " +
+      "and restore are machine routes."
+  )
 {}

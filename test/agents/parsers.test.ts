@@ -164,4 +164,61 @@ describe("agent stream parsers", () => {
     const usage = out.find((m) => m._tag === "event" && m.event.type === "usage")
     assert.strictEqual(usage?._tag === "event" ? usage.event.usage?.cost_micro_usd : 0, 800)
   })
+
+  it("claude without a key: the API error's kind, not the result's 'success' subtype, names the failure", () => {
+    // Captured from claude 2.1.330 with no key in its environment (shortened).
+    const out = run(claude(), [
+      {
+        type: "assistant",
+        message: { model: "<synthetic>", content: [{ type: "text", text: "Not logged in · Please run /login" }] },
+        error: "authentication_failed",
+        is_api_error_message: true
+      },
+      {
+        type: "result",
+        subtype: "success",
+        is_error: true,
+        terminal_reason: "api_error",
+        num_turns: 1,
+        result: "Not logged in · Please run /login"
+      }
+    ])
+    const errors = out.flatMap((m) => m._tag === "event" && m.event.type === "error" ? [m.event.code] : [])
+    assert.deepStrictEqual(errors, ["provider_auth_failed"])
+    assert.deepStrictEqual(out.at(-1), { _tag: "result", ok: false })
+  })
+
+  it("claude and codex: a provider that does not answer ends the turn after a few reconnects", () => {
+    // Captured from claude 2.1.330 and codex 0.169.0 with their base URL on a closed port.
+    const retry = (attempt: number) => ({
+      type: "system",
+      subtype: "api_retry",
+      attempt,
+      max_retries: 10,
+      retry_delay_ms: 500 * attempt,
+      error_status: null,
+      error: "unknown"
+    })
+    const fromClaude = run(claude(), [retry(1), retry(2), retry(3)])
+    assert.deepStrictEqual(brief(fromClaude), ["fatal"])
+    assert.strictEqual(fromClaude[0]!._tag === "fatal" && fromClaude[0]!.code, "provider_unreachable")
+    const refused = run(claude(), [{ ...retry(1), error_status: 401 }])
+    assert.strictEqual(refused[0]!._tag === "fatal" && refused[0]!.code, "provider_auth_failed")
+
+    // A refused connection: codex waits for the network forever, so the first notice decides.
+    const refusedConnection = {
+      type: "error",
+      message: "Reconnecting... waiting for network (Connection failed: error sending request)"
+    }
+    const fromCodex = run(codex(), [refusedConnection])
+    assert.deepStrictEqual(brief(fromCodex), ["error", "fatal"])
+    assert.strictEqual(fromCodex.at(-1)!._tag === "fatal" && (fromCodex.at(-1) as any).code, "provider_unreachable")
+    // Numbered reconnects (a name that does not resolve) count up to the third.
+    const numbered = (n: number) => ({ type: "error", message: `Reconnecting... ${n}/5 (failed to lookup address)` })
+    assert.deepStrictEqual(brief(run(codex(), [numbered(1), numbered(2)])), ["error", "error"])
+    assert.deepStrictEqual(
+      brief(run(codex(), [numbered(1), numbered(2), numbered(3)])),
+      ["error", "error", "error", "fatal"]
+    )
+  })
 })

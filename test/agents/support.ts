@@ -65,7 +65,9 @@ export const agentsWith = (machines: ReadonlyArray<TestMachine>, dir?: string) =
     const driver = ProcessDriver.make({ dataDir: dir, agentsDir })
     const database = NodePath.join(dir, "svc.db")
     for (const machine of machines.filter((machine) => machine.state === "running")) {
-      const spec = { id: machine.id, size: "small" as const, image: "default", internetAccess: true, env: {} }
+      // The stand-in codex needs no key, but a turn without one in the machine's environment fails.
+      const env = { OPENAI_API_KEY: "sk-test" }
+      const spec = { id: machine.id, size: "small" as const, image: "default", internetAccess: true, env }
       yield* driver.create(spec)
       yield* driver.start(spec)
       yield* Effect.addFinalizer(() => Effect.ignore(driver.destroy(machine.id)))

@@ -27,6 +27,7 @@ const agent = (script: string): AgentProviderShape => ({
   npmVersion: "0",
   bin: "none",
   defaultModel: "none",
+  keys: () => [],
   steer: "queued",
   plan: () => ({ argv: ["/bin/sh", "-c", script], env: {}, stdin: [] }),
   parser: () => (line: string): ReadonlyArray<Mapped> => {
@@ -70,7 +71,10 @@ const setup = (script: string, options: { provider?: AgentProviderShape; session
       },
       control,
       {
-        event: (event) => Effect.sync(() => void texts.push(event.text ?? event.type)),
+        event: (event) =>
+          Effect.sync(() =>
+            void texts.push(event.type === "error" ? `${event.code}: ${event.message}` : event.text ?? event.type)
+          ),
         session: (id) => Effect.sync(() => void sessions.push(id)),
         accepted: () => Effect.void
       }
@@ -109,6 +113,42 @@ const withSessions = (dir: string, resume: string): AgentProviderShape => ({
 })
 
 describe("turn runner", () => {
+  it.scopedLive("a turn without the provider's key in the machine's environment fails provider_key_missing at once", () =>
+    Effect.gen(function*() {
+      const keyed = (names: ReadonlyArray<string>): AgentProviderShape => ({
+        ...agent(`echo '{"result":true}'`),
+        keys: () => names
+      })
+      const missing = yield* setup("", { provider: keyed(["SVC_TEST_NO_SUCH_KEY", "SVC_TEST_NOR_THIS"]) })
+      const outcome = yield* missing.run
+      assert.strictEqual(outcome.outcome, "failed")
+      assert.strictEqual(outcome.errorCode, "provider_key_missing")
+      assert.include(missing.texts.join("\n"), "set SVC_TEST_NO_SUCH_KEY or SVC_TEST_NOR_THIS")
+      assert.notInclude(missing.texts, "ready", "the agent did not run")
+      // A key that is there lets the agent run: PATH is set in every machine's environment.
+      const present = yield* setup("", { provider: keyed(["SVC_TEST_NO_SUCH_KEY", "PATH"]) })
+      const ran = yield* present.run
+      assert.include(present.texts, "ready")
+      assert.notStrictEqual(ran.errorCode, "provider_key_missing")
+    }))
+
+  it.scopedLive("an agent that says it cannot succeed (fatal) is ended at once with that code", () =>
+    Effect.gen(function*() {
+      const doomed: AgentProviderShape = {
+        ...agent(`echo '{"fatal":"provider_unreachable"}'; setsid sleep 1000 & while :; do sleep 1; done`),
+        parser: () => (line: string): ReadonlyArray<Mapped> => {
+          const parsed = JSON.parse(line)
+          return parsed.fatal === undefined ? [] : [{ _tag: "fatal", code: parsed.fatal, message: "no provider" }]
+        }
+      }
+      const { processes, run, texts } = yield* setup("", { provider: doomed })
+      const outcome = yield* run
+      assert.strictEqual(outcome.outcome, "failed")
+      assert.strictEqual(outcome.errorCode, "provider_unreachable")
+      assert.deepStrictEqual(texts, ["provider_unreachable: no provider"])
+      assert.deepStrictEqual(yield* eventually(Effect.sync(() => processes().length === 0 ? [] : undefined)), [])
+    }))
+
   it.scopedLive("a session the agent cannot find is replaced by a new one within the turn", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir

@@ -11,13 +11,18 @@ import { makeClient } from "../../src/index.js"
 import { eventually } from "../support/Machines.js"
 import { startServer } from "../support/TestServer.js"
 
-/** Every exec whose command is `stuck` fails in the driver: the operation can never settle. */
+/**
+ * Every exec whose command is `stuck` fails in the driver: the operation can never settle. One
+ * whose command is `impossible` fails as the driver fails what it knows can never succeed.
+ */
 const setup = Effect.gen(function*() {
   const server = yield* startServer({ runtime: "process" }, (inner) => ({
     ...inner,
     exec: (id, request, onOutput) =>
       request.argv[0] === "stuck"
         ? Effect.fail(new DriverError({ message: "injected: the host cannot answer" }))
+        : request.argv[0] === "impossible"
+        ? Effect.fail(new DriverError({ message: "injected: never possible", permanent: "invalid_argument" }))
         : inner.exec(id, request, onOutput)
   }))
   const owner = yield* server.bootstrap("owner@example.com")
@@ -63,6 +68,18 @@ describe("no operation holds a mailbox", () => {
       assert.strictEqual(ended.error_code, "cancelled")
       const next = yield* until(behind.operation_id, (s) => s === "succeeded")
       assert.strictEqual(next.exec_result?.exit_code, 0)
+    }))
+
+  it.scopedLive("a failure the driver knows is permanent fails the operation at once; the next one runs", () =>
+    Effect.gen(function*() {
+      const { exec, until } = yield* setup
+      const impossible = yield* exec(["impossible"])
+      const behind = yield* exec(["true"])
+      const failed = yield* until(impossible.operation_id, (s) => s !== "pending" && s !== "running")
+      assert.strictEqual(failed.status, "failed")
+      assert.strictEqual(failed.error_code, "invalid_argument")
+      assert.strictEqual(failed.attempt_count, 1)
+      assert.strictEqual((yield* until(behind.operation_id, (s) => s === "succeeded")).exec_result?.exit_code, 0)
     }))
 
   it.scopedLive("a forced stop cancels what waits before it and stops the machine; a delete does the same", () =>

@@ -1,7 +1,8 @@
 /**
  * A cancel ends an operation in bounded time: a running operation other than an exec gets
  * `cancelGraceSeconds` to finish on its own, then is interrupted and ends `correlation_miss` with
- * error_code `cancelled`. On the TestClock, with a driver whose start never answers.
+ * error_code `cancelled`, and the machine's next operation runs. On the TestClock, with a driver
+ * whose start never answers.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Context, Effect, TestClock } from "effect"
@@ -43,5 +44,8 @@ describe("cancel", () => {
       )
       assert.strictEqual(ended.status, "correlation_miss")
       assert.strictEqual(ended.error_code, "cancelled")
+      // The machine's mailbox goes on with a new actor.
+      const removed = yield* machines.change(alice, made.machine_id, "delete", {})
+      yield* until(Effect.map(statusOf(removed.operation_id), (op) => op.status === "succeeded" ? op : undefined))
     }))
 })

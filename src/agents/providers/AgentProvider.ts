@@ -24,6 +24,11 @@ export type Mapped =
   | { readonly _tag: "unresumable" }
   /** The agent finished a run: `ok` false when it reported a failure. */
   | { readonly _tag: "result"; readonly ok: boolean }
+  /**
+   * The run cannot succeed and the agent would keep trying (no model provider reachable, keys
+   * refused): the runner ends the turn `failed` with `code` at once instead of waiting it out.
+   */
+  | { readonly _tag: "fatal"; readonly code: string; readonly message: string }
 
 export interface RunInput {
   /** Where the agents' tools folder is inside the machine. */
@@ -53,6 +58,11 @@ export interface AgentProviderShape {
   readonly bin: string
   readonly defaultModel: string
   /**
+   * The machine environment variables that hold the model provider's key for `model`, any one of
+   * which is enough; empty when svc cannot tell. A turn without one fails `provider_key_missing`.
+   */
+  readonly keys: (model: string) => ReadonlyArray<string>
+  /**
    * `live`: a steer is written to the running agent (its stream input takes it mid-turn).
    * `queued`: the agent's non-interactive mode reads no input while it works, so a steer runs as
    * the next message of the same conversation as soon as the current run ends, as the agent's own
@@ -81,6 +91,8 @@ export const errorEvent = (code: string, message: unknown): Mapped => ({
   _tag: "event",
   event: { type: "error", code, message: clip(message, 4096) }
 })
+
+export const fatal = (code: string, message: string): Mapped => ({ _tag: "fatal", code, message: clip(message, 4096) })
 
 /** Parses one JSON line; undefined for anything else (agents print plain lines too). */
 export const jsonLine = (line: string): any => {

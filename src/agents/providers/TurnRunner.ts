@@ -14,6 +14,21 @@ import type { AgentProviderShape, EventBody } from "./AgentProvider.js"
 import { escalate, type Step } from "./Interrupt.js"
 import type { ReasoningEffort } from "./Schemas.js"
 
+/**
+ * Runs the agent only when one of the provider's key variables (a space-separated list, `$1`) is
+ * set in the machine's environment; else exits `keyMissingExit` at once. Without a key the agents
+ * do not fail: they retry a provider that refuses them, some for minutes.
+ */
+const keyMissingExit = 97
+const keyMissingMark = "svc: no provider key"
+const keyCheck = `keys=$1; shift
+for name in $keys; do
+  eval "value=\\\${$name:-}"
+  if [ -n "$value" ]; then exec "$@"; fi
+done
+echo "${keyMissingMark}" >&2
+exit ${keyMissingExit}`
+
 export interface Steer {
   readonly inputId: string
   readonly text: string
@@ -163,6 +178,9 @@ const runOnce = (
     let buffer = ""
     let stderr = ""
     let unresumable = false
+    /** Set when the agent can no longer succeed (mapped `fatal`): the turn ends at once. */
+    let fatal: { readonly code: string; readonly message: string } | undefined
+    const fatalSeen = yield* Deferred.make<void>()
     const handleLine = (text: string) =>
       Effect.forEach(parse(text), (mapped) => {
         switch (mapped._tag) {
@@ -192,6 +210,10 @@ const runOnce = (
             sawResult = true
             ok = mapped.ok
             return Effect.void
+          case "fatal":
+            if (fatal !== undefined) return Effect.void
+            fatal = mapped
+            return Deferred.succeed(fatalSeen, undefined)
         }
       }, { discard: true })
     const onOutput = (stream: "stdout" | "stderr", chunk: Uint8Array) =>
@@ -207,8 +229,9 @@ const runOnce = (
         return Effect.forEach(lines, handleLine, { discard: true })
       })
     const exited = yield* Deferred.make<void>()
+    const keys = provider.keys(spec.model)
     const exec = yield* driver.exec(spec.machineId, {
-      argv: plan.argv,
+      argv: keys.length === 0 ? plan.argv : ["/bin/sh", "-c", keyCheck, "key-check", keys.join(" "), ...plan.argv],
       env: { ...plan.env, [turnMarker]: spec.turnId },
       input: stdin
     }, onOutput).pipe(
@@ -251,9 +274,17 @@ const runOnce = (
           }, force)
         }))
     )
+    // An agent that can no longer succeed is ended like a forced interrupt, without waiting for it.
+    const ender = yield* Effect.fork(
+      Effect.zipRight(
+        Deferred.await(fatalSeen),
+        Effect.zipRight(sweep(driver, spec.machineId, spec.turnId, signals.kill), Fiber.interrupt(exec))
+      )
+    )
     const exit = yield* Fiber.await(exec)
     yield* Fiber.interrupt(forwarder)
     yield* Fiber.interrupt(stopper)
+    yield* Fiber.interrupt(ender)
     if (buffer.trim() !== "") {
       yield* handleLine(buffer)
     }
@@ -266,12 +297,21 @@ const runOnce = (
         errorCode: null
       })
     }
+    if (fatal !== undefined) {
+      yield* sink.event({ type: "error", code: fatal.code, message: fatal.message })
+      return done({ outcome: "failed", exitCode: null, errorCode: fatal.code })
+    }
     if (Exit.isFailure(exit)) {
       const reason = Exit.isInterrupted(exit) ? "the turn was ended" : String(exit.cause)
       yield* sink.event({ type: "error", code: "agent_failed", message: reason })
       return done({ outcome: "failed", exitCode: null, errorCode: "agent_failed" })
     }
     const exitCode = exit.value.exitCode
+    if (exitCode === keyMissingExit && stderr.includes(keyMissingMark)) {
+      const message = `No model provider key in the machine's environment: set ${keys.join(" or ")}`
+      yield* sink.event({ type: "error", code: "provider_key_missing", message })
+      return done({ outcome: "failed", exitCode, errorCode: "provider_key_missing" })
+    }
     // A live agent whose stdin svc closed may exit non-zero after its last result.
     if (sawResult && ok && (exitCode === 0 || live)) {
       return done({ outcome: "completed", exitCode, errorCode: null })

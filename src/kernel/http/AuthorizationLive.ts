@@ -1,13 +1,15 @@
 /**
  * The authorization middleware: finds the endpoint's Policy and asks Authenticate for the caller
  * under it (API key, session with CSRF, or operator token; organization; role). Everything a route
- * needs to know about its caller arrives as `Caller`; handlers hold no auth logic.
+ * needs to know about its caller arrives as `Caller`; handlers hold no auth logic. A caller who may
+ * call a route that takes no body is then refused a body with members (Dto.ts `refuseBody`).
  */
-import { HttpRouter, HttpServerRequest } from "@effect/platform"
+import { HttpMethod, HttpRouter, HttpServerRequest } from "@effect/platform"
 import type { HttpApiEndpoint } from "@effect/platform"
 import { Context, Effect, Layer, Option } from "effect"
 import { Authenticate, type Requirement } from "./Authenticate.js"
 import { Authorization } from "./Authorization.js"
+import { refuseBody } from "./Dto.js"
 import { Policy, type PolicySpec } from "./Policy.js"
 
 /** What the policy index reads of an HttpApi: its groups' endpoints. */
@@ -16,11 +18,21 @@ type AnyApi = { readonly groups: Readonly<Record<string, { readonly endpoints: R
 /** "METHOD /path/:param" of every endpoint to its policy; an endpoint without one is a defect. */
 export const policyIndex = (api: AnyApi) => {
   const index = new Map<string, PolicySpec>()
+  for (const [key, { policy }] of endpointIndex(api)) index.set(key, policy)
+  return index
+}
+
+/** "METHOD /path/:param" of every endpoint to its policy and whether it takes no body though its method may carry one. */
+const endpointIndex = (api: AnyApi) => {
+  const index = new Map<string, { readonly policy: PolicySpec; readonly noBody: boolean }>()
   for (const group of Object.values(api.groups)) {
     for (const endpoint of Object.values(group.endpoints) as Array<HttpApiEndpoint.HttpApiEndpoint.AnyWithProps>) {
       const spec = Context.getOption(endpoint.annotations, Policy)
       if (Option.isNone(spec)) throw new Error(`endpoint ${endpoint.name} has no Policy annotation`)
-      index.set(`${endpoint.method} ${endpoint.path}`, spec.value)
+      index.set(`${endpoint.method} ${endpoint.path}`, {
+        policy: spec.value,
+        noBody: HttpMethod.hasBody(endpoint.method) && Option.isNone(endpoint.payloadSchema)
+      })
     }
   }
   return index
@@ -34,24 +46,28 @@ export const AuthorizationLive = (api: AnyApi) =>
       const { authenticate } = yield* Authenticate
       // Each policy's requirement is made once; only an organization in the path is read per request.
       const requirements = new Map<string, Requirement>()
-      for (const [key, spec] of policyIndex(api)) {
+      const noBody = new Set<string>()
+      for (const [key, { noBody: none, policy: spec }] of endpointIndex(api)) {
         requirements.set(key, {
           access: spec.access,
           organization: spec.organization === "path" ? { path: "" } : spec.organization,
           roles: spec.roles
         })
+        if (none) noBody.add(key)
       }
       return Effect.gen(function*() {
         const request = yield* HttpServerRequest.HttpServerRequest
         const { params, route } = yield* HttpRouter.RouteContext
         const requirement = requirements.get(`${route.method} ${route.path}`)
         if (requirement === undefined) return yield* Effect.dieMessage(`no policy for ${route.method} ${route.path}`)
-        return yield* authenticate(
+        const caller = yield* authenticate(
           request,
           typeof requirement.organization === "object"
             ? { ...requirement, organization: { path: params["organization_id"] ?? "" } }
             : requirement
         )
+        if (noBody.has(`${route.method} ${route.path}`)) yield* refuseBody(request)
+        return caller
       })
     })
   )

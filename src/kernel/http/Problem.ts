@@ -77,6 +77,10 @@ interface AnnotatedAst {
 const specOfAst = (ast: AnnotatedAst | undefined): ProblemSpec | undefined =>
   (ast?.annotations?.[ProblemSpecId] ?? ast?.to?.annotations?.[ProblemSpecId]) as ProblemSpec | undefined
 
+/** The status and title a problem error class declares (the published document lists them per route). */
+export const specOfClass = (cls: { readonly ast: unknown }): ProblemSpec | undefined =>
+  specOfAst(cls.ast as AnnotatedAst)
+
 /** The status and title of a problem error instance, if it is one. */
 export const specOf = (error: unknown): ProblemSpec | undefined => {
   if (typeof error !== "object" || error === null) return undefined

@@ -33,19 +33,43 @@ export const bodyTooLarge = (maxBytes: number) =>
 
 /**
  * One entry per field. A union (such as a list of allowed literals) reports one issue per member;
- * those become a single "Expected a or b, actual c" message.
+ * those become a single "Expected a or b, actual c" message. An optional member's "Expected
+ * undefined" is left out when the member has a more telling issue (its value, or one inside it),
+ * and a member the body does not have reads "unknown member".
  */
 export const fieldErrorsOf = (
-  issues: ReadonlyArray<{ readonly path: ReadonlyArray<PropertyKey>; readonly message: string }>
+  issues: ReadonlyArray<
+    { readonly _tag?: string; readonly path: ReadonlyArray<PropertyKey>; readonly message: string }
+  >
 ) => {
   const byField = new Map<string, Array<string>>()
+  const fieldOf = (path: ReadonlyArray<PropertyKey>) => (path.length > 0 ? path.map(String).join(".") : "body")
+  const told = issues.filter((issue) => !issue.message.startsWith("Expected undefined, actual "))
   for (const issue of issues) {
-    const field = issue.path.length > 0 ? issue.path.map(String).join(".") : "body"
+    if (
+      issue.message.startsWith("Expected undefined, actual ") && told.some((other) => within(other.path, issue.path))
+    ) {
+      continue
+    }
+    const field = fieldOf(issue.path)
+    const message = issue._tag === "Unexpected" ? unknownMember(issue.message) : issue.message
     const messages = byField.get(field) ?? []
-    if (!messages.includes(issue.message)) messages.push(issue.message)
+    if (!messages.includes(message)) messages.push(message)
     byField.set(field, messages)
   }
   return Array.from(byField, ([field, messages]): FieldError => ({ field, message: mergeExpectations(messages) }))
+}
+
+/** Whether `path` is `parent` or lies inside it. */
+const within = (path: ReadonlyArray<PropertyKey>, parent: ReadonlyArray<PropertyKey>) =>
+  path.length >= parent.length && parent.every((key, i) => key === path[i])
+
+/** "is unexpected, expected: "a" | "b"" (Effect's words for an excess property) as api.md would say it. */
+const unknownMember = (message: string) => {
+  const expected = /^is unexpected, expected: (.+)$/s.exec(message)?.[1]
+  return expected === undefined || expected === "no member"
+    ? "unknown member: this route takes no body"
+    : `unknown member (expected ${expected})`
 }
 
 const expectation = /^Expected (.+), actual (.+)$/s

@@ -10,7 +10,16 @@
  * the machine's environment, read by claude itself. `IS_SANDBOX=1` lets it skip permission prompts
  * as root: the machine is the sandbox.
  */
-import { type AgentProviderShape, clip, errorEvent, int, jsonLine, type Mapped, micros } from "../AgentProvider.js"
+import {
+  type AgentProviderShape,
+  clip,
+  errorEvent,
+  fatal,
+  int,
+  jsonLine,
+  type Mapped,
+  micros
+} from "../AgentProvider.js"
 
 const effortOf = { minimal: "low", low: "low", medium: "medium", high: "high" } as const
 
@@ -30,8 +39,13 @@ const textOfContent = (content: unknown): string =>
     ? content.map((part: any) => (typeof part?.text === "string" ? part.text : "")).join("")
     : ""
 
+/** Connection-level retries (no HTTP answer) after which the provider counts as unreachable. */
+export const unreachableAfter = 3
+
 export const parser = () => {
   const toolNames = new Map<string, string>()
+  // claude marks an assistant message it made up from an API failure with the failure's kind.
+  let apiError: string | undefined
   return (line: string): ReadonlyArray<Mapped> => {
     const message = jsonLine(line)
     if (message === undefined) return []
@@ -40,7 +54,20 @@ export const parser = () => {
       out.push({ _tag: "session", id: message.session_id })
     }
     switch (message.type) {
+      case "system": {
+        // claude retries a failing API call up to ten times with growing waits (minutes in all).
+        if (message.subtype !== "api_retry") break
+        if (message.error_status === 401 || message.error_status === 403) {
+          out.push(fatal("provider_auth_failed", `The model provider refused the key (HTTP ${message.error_status})`))
+        } else if (message.error_status === null && int(message.attempt) >= unreachableAfter) {
+          out.push(
+            fatal("provider_unreachable", `The model provider could not be reached (${message.error ?? "no answer"})`)
+          )
+        }
+        break
+      }
       case "assistant": {
+        if (message.is_api_error_message === true && typeof message.error === "string") apiError = message.error
         for (const part of message.message?.content ?? []) {
           if (part?.type === "text" && part.text !== "") {
             out.push({ _tag: "event", event: { type: "message", text: part.text } })
@@ -114,7 +141,14 @@ export const parser = () => {
         })
         const ok = message.subtype === "success" && message.is_error !== true
         if (!ok && message.terminal_reason !== "aborted_streaming" && message.subtype !== "error_during_execution") {
-          out.push(errorEvent(String(message.subtype ?? "error"), message.result ?? (message.errors ?? []).join("; ")))
+          // A failed result still says subtype "success"; the assistant's API error says what failed.
+          const code = apiError === "authentication_failed"
+            ? "provider_auth_failed"
+            : apiError ??
+              (message.subtype === "success"
+                ? String(message.terminal_reason ?? "agent_failed")
+                : String(message.subtype ?? "error"))
+          out.push(errorEvent(code, message.result ?? (message.errors ?? []).join("; ")))
         }
         out.push({ _tag: "result", ok })
         break
@@ -130,6 +164,7 @@ export const ClaudeCode: AgentProviderShape = {
   npmVersion: "2.1.330",
   bin: "node_modules/.bin/claude",
   defaultModel: "claude-sonnet-4-5",
+  keys: () => ["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"],
   steer: "live",
   plan: (input) => ({
     argv: [

@@ -98,6 +98,13 @@ export const OpenCode: AgentProviderShape = {
   npmVersion: "1.18.33",
   bin: "node_modules/.bin/opencode",
   defaultModel: "anthropic/claude-sonnet-4-5",
+  // The model names its provider; svc knows the keys of the two it configures base URLs for.
+  keys: (model) =>
+    model.startsWith("anthropic/")
+      ? ["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"]
+      : model.startsWith("openai/")
+      ? ["OPENAI_API_KEY"]
+      : [],
   steer: "queued",
   plan: (input) => ({
     argv: [
