@@ -180,3 +180,63 @@ describe("client retries", () => {
       assert.strictEqual(server.seen.length, before + 1)
     }))
 })
+
+const operation = (status: string) => ({
+  id: "0190d9a2-0000-7000-8000-000000000001",
+  machine_id: "0190d9a2-0000-7000-8000-000000000002",
+  kind: "exec",
+  status,
+  attempt_count: 1,
+  error_code: null,
+  completed_but_unchanged: false,
+  stop_reason: null,
+  exec_result: null,
+  file_ranges: null,
+  starting_soon: null,
+  created_at: "2030-01-01T00:00:00.000Z",
+  started_at: null,
+  finished_at: null
+})
+
+describe("waitOperation", () => {
+  it.scoped("reads at 0, 250 ms, then doubling pauses up to 2 s, until the operation is terminal", () =>
+    Effect.gen(function*() {
+      const pending = { status: 200, body: operation("pending") }
+      const server = yield* scriptedServer([pending, pending, pending, pending, pending, pending, {
+        status: 200,
+        body: operation("succeeded")
+      }])
+      const svc = yield* makeClient({ baseUrl: server.url })
+      const wait = yield* Effect.fork(svc.waitOperation("0190d9a2-0000-7000-8000-000000000001"))
+      yield* Effect.promise(() => server.next(1))
+      // Pauses: 250, 500, 1000, 2000, 2000, 2000 ms.
+      for (const [pause, count] of [[250, 2], [500, 3], [1000, 4], [2000, 5], [2000, 6], [2000, 7]] as const) {
+        yield* TestClock.adjust(pause - 1)
+        yield* settle
+        assert.strictEqual(server.seen.length, count - 1, `not before ${pause} ms`)
+        yield* TestClock.adjust(1)
+        yield* Effect.promise(() => server.next(count))
+      }
+      const done = yield* Fiber.join(wait)
+      assert.strictEqual(done.status, "succeeded")
+    }))
+
+  it.scoped("fails with WaitTimeout after 10 minutes; the operation is left as it is", () =>
+    Effect.gen(function*() {
+      const server = yield* scriptedServer([{ status: 200, body: operation("uncertain") }])
+      const svc = yield* makeClient({ baseUrl: server.url })
+      const wait = yield* Effect.fork(Effect.flip(svc.waitOperation({ operation_id: operation("x").id })))
+      yield* Effect.promise(() => server.next(1))
+      yield* TestClock.adjust("599 seconds")
+      yield* Effect.promise(() => server.next(2))
+      yield* settle
+      assert.isNull(wait.unsafePoll(), "still waiting a second before the 10 minutes")
+      for (let i = 0; i < 5 && wait.unsafePoll() === null; i++) {
+        yield* TestClock.adjust("1 second")
+        yield* settle
+      }
+      const error = yield* Fiber.join(wait)
+      assert.strictEqual(error._tag, "WaitTimeout")
+      assert.isTrue(server.seen.every((s) => s.method === "GET"), "a wait changes nothing")
+    }))
+})
