@@ -1,7 +1,7 @@
 /**
  * The typed client of a running svc: every route of the API (src/Api.ts), errors decoded into their
  * classes, request bodies and query strings in their wire form (src/client/Wire.ts: fields with
- * server defaults may be left out), retries by api.md's rule (src/client/Retry.ts), and
+ * server defaults may be left out), retries (src/client/Retry.ts), and
  * `waitOperation` to follow a 202 to its outcome.
  */
 import { FetchHttpClient, HttpApiClient, HttpClient, HttpClientRequest } from "@effect/platform"
@@ -15,11 +15,11 @@ export interface ClientOptions {
   readonly baseUrl: string
   /** An `svc_...` API key; it also fixes the organization. */
   readonly apiKey?: string
-  /** How requests are retried (api.md, rule 6); `false` sends each request once. */
+  /** How requests are retried (docs/operations.md, "Clients"); `false` sends each request once. */
   readonly retry?: Partial<RetryPolicy> | false
 }
 
-/** The statuses after which an operation changes no more (api.md, "Operations"). */
+/** The statuses after which an operation changes no more (docs/operations.md). */
 export const terminalStatuses: ReadonlySet<OperationDto["status"]> = new Set([
   "succeeded",
   "failed",
@@ -34,7 +34,7 @@ export interface WaitOptions {
   readonly timeout?: Duration.DurationInput
 }
 
-/** api.md: a client waits for an operation polling every 250 ms, growing to 2 s, up to 10 minutes. */
+/** A client waits for an operation polling every 250 ms, growing to 2 s, up to 10 minutes. */
 export const defaultWait = { interval: "250 millis", maxInterval: "2 seconds", timeout: "10 minutes" } as const
 
 /** The wait ended before the operation did. A wait that times out does not cancel the operation. */

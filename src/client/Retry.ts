@@ -1,5 +1,5 @@
 /**
- * The retry rule of api.md ("Idempotency and operations", rule 6), as a wrapper of an HttpClient:
+ * The retry rule of the API (docs/operations.md, "Clients: waiting and retrying"), as a wrapper of an HttpClient:
  *
  * - reads (GET, HEAD) are retried on connection errors and on 408, 429, 502, 503 and 504;
  * - mutations only on 429 and 503 (the server did not act), with the same request, so the same

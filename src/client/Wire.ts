@@ -6,7 +6,7 @@
  * type, so a caller would have to pass every defaulted field, and the client would then send the
  * defaults it guessed rather than leave them to the server. Here every schema that the kernel marked
  * as wire input (`RequestBody`, `QueryParams`: src/kernel/http/Dto.ts) is replaced, for the client
- * only, by its encoded side: the caller gives what api.md and the OpenAPI document show, leaves out
+ * only, by its encoded side: the caller gives what the OpenAPI document (docs/api.md) shows, leaves out
  * what the server defaults, and the server fills in. One rule for every route.
  */
 import type { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpClientError, HttpClientResponse } from "@effect/platform"

@@ -15,7 +15,7 @@
  * failure names the seed to replay; FUZZ_VERBOSE prints progress.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Arbitrary, Effect, FastCheck as fc, Option, Schema, SchemaAST } from "effect"
+import { Arbitrary, Effect, FastCheck as fc, Logger, LogLevel, Option, Schema, SchemaAST } from "effect"
 import { Api } from "../../src/Api.js"
 import { makeClient, WaitTimeout } from "../../src/index.js"
 import { startServer } from "../support/TestServer.js"
@@ -452,10 +452,10 @@ describe("fuzz: every route at the door", () => {
             const machine = yield* svc.machines.get({ path: { id } })
             if (machine.state === "deleted" || machine.state === "failed") return
             if (machine.state !== "running") {
-              yield* svc.waitOperation(yield* svc.machines.start({ path: { id } }), { timeout: "60 seconds" })
+              yield* svc.waitOperation(yield* svc.machines.start({ path: { id } }), { timeout: "30 seconds" })
             }
             const exec = yield* svc.machines.exec({ path: { id }, payload: { command: ["echo", "still here"] } })
-            const done = yield* svc.waitOperation(exec, { timeout: "60 seconds" })
+            const done = yield* svc.waitOperation(exec, { timeout: "30 seconds" })
             if (done.status !== "succeeded" || done.exec_result?.exit_code !== 0) {
               return yield* Effect.fail(`exec ended ${done.status} ${done.error_code ?? ""}`)
             }
@@ -487,7 +487,10 @@ describe("fuzz: every route at the door", () => {
           else failures.push(line)
         }
         assert.deepStrictEqual(failures, [], `replay with FUZZ_SEED=${seed} FUZZ_RUNS=${runs}`)
-      }),
+      }).pipe(
+        // The server's own fibers (actors retrying, say) log at error level only, like its requests.
+        Logger.withMinimumLogLevel(LogLevel.Error)
+      ),
     { timeout: 600_000 }
   )
 })

@@ -13,7 +13,7 @@ export const isoOrNull = (millis: number | null) => (millis === null ? null : is
 
 /**
  * Marks a request schema (a body or a query string) whose client input is its wire form: the JSON or
- * strings that api.md and the OpenAPI document show, where a field with a server default may be left
+ * strings that the OpenAPI document (docs/api.md) shows, where a field with a server default may be left
  * out. The annotation (the struct whose encoded side that is) tells the typed client
  * (src/client/Wire.ts) at run time; `WireInput<Encoded>` says the same to the type checker: an
  * optional phantom member of the decoded type, never present in a value, that carries the encoded
