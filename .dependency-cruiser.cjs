@@ -29,7 +29,10 @@ module.exports = {
       name: "services-import-no-contract",
       comment: "Services, repositories and workers never import an API contract: DTOs are built in Http.ts or Dto.ts.",
       severity: "error",
-      from: { path: "^src/[^/]+/", pathNot: ["/(Api|Http|Dto)\\.ts$", "Http\\.ts$", "Api\\.ts$", "^src/cli/"] },
+      from: {
+        path: "^src/[^/]+/",
+        pathNot: ["/(Api|Http|Dto)\\.ts$", "Http\\.ts$", "Api\\.ts$", "^src/cli/", "^src/client/"]
+      },
       to: { path: "(^src/Api\\.ts$|Api\\.ts$)" }
     }
   ],

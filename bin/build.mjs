@@ -4,9 +4,18 @@
 // memory of bin/svc.mjs. It sits two folders deep, like src/cli/main.ts, so paths taken from
 // import.meta.url (schema/migrations) resolve the same way. dist/svc is the launcher `npm start`
 // and the benchmarks run: the bundle with the node settings below.
+//
+// With --library (npm run build, and npm pack through prepack) it first empties dist/, then also
+// compiles src/ to dist/ as JavaScript with declarations (tsconfig.build.json): the package's
+// exports, `svc` (the client, dist/index.js) and `svc/server`, for plain node.
 import { build } from "esbuild"
+import * as NodeChild from "node:child_process"
 import * as NodeFs from "node:fs"
+import { createRequire } from "node:module"
 import * as NodePath from "node:path"
+
+const library = process.argv.includes("--library")
+if (library) NodeFs.rmSync("dist", { recursive: true, force: true })
 
 /**
  * Node's own heap settings, and two malloc arenas. V8 returns what a burst left behind once the
@@ -58,3 +67,8 @@ await build({
 })
 
 NodeFs.writeFileSync("dist/svc", launcher, { mode: 0o755 })
+
+if (library) {
+  const tsc = createRequire(import.meta.url).resolve("typescript/bin/tsc")
+  NodeChild.execFileSync(process.execPath, [tsc, "-p", "tsconfig.build.json"], { stdio: "inherit" })
+}

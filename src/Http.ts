@@ -23,7 +23,7 @@ import { ApiKeysHandlers } from "./identity/ApiKeysHttp.js"
 import { AuthHandlers } from "./identity/Http.js"
 import { AppConfig } from "./kernel/config/AppConfig.js"
 import { AuthorizationLive } from "./kernel/http/AuthorizationLive.js"
-import { edge, maxBodySizeLayer, ProblemsLive } from "./kernel/http/RequestEdge.js"
+import { edge, maxBodySizeLayer, ProblemsLive, routeIndex } from "./kernel/http/RequestEdge.js"
 import { Durability } from "./kernel/sql/Durability.js"
 import { LimitsHandlers } from "./limits/Http.js"
 import { MachinesHandlers } from "./machines/Http.js"
@@ -105,7 +105,9 @@ export const RoutesLive = Layer.unwrapEffect(
   Effect.map(
     Effect.all([AppConfig, Durability]),
     ([config, durability]) =>
-      HttpApiBuilder.serve(edge(config.maxBodyBytes, durability)).pipe(
+      HttpApiBuilder.serve(
+        edge(config.maxBodyBytes, durability, { routeOf: routeIndex(Api), logLevel: config.logLevel })
+      ).pipe(
         Layer.provide(DocsLive),
         Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/v1/openapi.json" })),
         Layer.provide(ProblemsLive),

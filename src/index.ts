@@ -1,34 +1,36 @@
 /**
- * svc as a library. Programs embed the whole service as a layer, or talk to a running one through
- * the typed client derived from the same `HttpApi` definition the server implements:
+ * svc as a library: the typed client of a running svc, derived from the same `HttpApi` definition
+ * the server implements. It loads none of the server (no SQLite, no drivers); the service itself, to
+ * embed as a layer, is `svc/server` (src/server.ts).
  *
  * ```ts
  * import { makeClient } from "svc"
- * const svc = yield* makeClient({ baseUrl: "http://127.0.0.1:8080", apiKey })
- * const me = yield* svc.members.me()
+ * import { Effect } from "effect"
+ *
+ * const program = Effect.gen(function*() {
+ *   const svc = yield* makeClient({ baseUrl: "http://127.0.0.1:8080", apiKey })
+ *   const accepted = yield* svc.machines.create({ payload: { name: "first" } })
+ *   yield* svc.waitOperation(accepted)
+ *   const exec = yield* svc.machines.exec({ path: { id: accepted.machine_id }, payload: { shell: "uname -a" } })
+ *   const done = yield* svc.waitOperation(exec)
+ *   console.log(Buffer.from(done.exec_result!.stdout_base64, "base64").toString())
+ * })
+ * Effect.runPromise(program)
  * ```
+ *
+ * Request bodies and query strings take their wire form (what the OpenAPI document shows); fields with
+ * server defaults may be left out. Reads are retried on connection errors and 408, 429, 502, 503,
+ * 504; changes on 429 and 503 with the same idempotency key, honouring `Retry-After`.
  */
-import { FetchHttpClient, HttpApiClient, HttpClient, HttpClientRequest } from "@effect/platform"
-import { Effect } from "effect"
-import { Api } from "./Api.js"
-
 export { Api } from "./Api.js"
-export { AppLive, ServicesLive } from "./App.js"
-export { RoutesLive } from "./Http.js"
-export { AppConfig, type AppConfigShape, layer as AppConfigFromEnv } from "./kernel/config/AppConfig.js"
+export {
+  type Client,
+  type ClientOptions,
+  defaultWait,
+  makeClient,
+  terminalStatuses,
+  type WaitOptions,
+  WaitTimeout
+} from "./client/Client.js"
+export { defaultRetryPolicy, type RetryPolicy } from "./client/Retry.js"
 export * as Errors from "./kernel/http/Errors.js"
-
-export interface ClientOptions {
-  readonly baseUrl: string
-  /** An `svc_...` API key; it also fixes the organization. */
-  readonly apiKey?: string
-}
-
-/** A typed client for a running svc: every route of the API, errors decoded into their classes. */
-export const makeClient = (options: ClientOptions) =>
-  HttpApiClient.make(Api, {
-    baseUrl: options.baseUrl,
-    transformClient: HttpClient.mapRequest((request) =>
-      options.apiKey === undefined ? request : HttpClientRequest.bearerToken(request, options.apiKey)
-    )
-  }).pipe(Effect.provide(FetchHttpClient.layer))

@@ -2,7 +2,7 @@
 import { HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { Authorization } from "../kernel/http/Authorization.js"
-import { MachineString, NullableTimestamp, RequestBody, Timestamp, Uuid } from "../kernel/http/Dto.js"
+import { MachineString, NullableTimestamp, QueryParams, RequestBody, Timestamp, Uuid } from "../kernel/http/Dto.js"
 import { IdempotencyHeaders } from "../kernel/http/Dto.js"
 import { EventStream } from "../kernel/http/Dto.js"
 import { Endpoint } from "../kernel/http/Endpoint.js"
@@ -157,7 +157,7 @@ const turnChange = <
     .setPath(MachinePath)
     .setHeaders(IdempotencyHeaders)
 
-export const EventsParams = Schema.Struct({
+export const EventsParams = QueryParams({
   conversation_id: Uuid,
   cursor: Schema.optionalWith(Schema.NumberFromString.pipe(Schema.int(), Schema.nonNegative()), {
     default: () => 0
@@ -226,7 +226,7 @@ export class AgentsApi extends HttpApiGroup.make("agents")
       errors: [ResourceNotFound]
     })
       .setPath(MachinePath)
-      .setUrlParams(Schema.Struct(pageFields(Uuid)))
+      .setUrlParams(QueryParams(pageFields(Uuid)))
       .addSuccess(AgentConversationListDto)
   )
   .add(

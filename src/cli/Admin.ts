@@ -1,7 +1,8 @@
 import { Command, Options } from "@effect/cli"
-import { ConfigProvider, Console, Effect, Layer, Option } from "effect"
+import { ConfigProvider, Console, Effect, Layer, Option, Schema } from "effect"
 import { IdentityLive } from "../App.js"
 import { Accounts } from "../identity/Accounts.js"
+import { EmailAddress } from "../identity/Api.js"
 import * as AppConfig from "../kernel/config/AppConfig.js"
 
 /**
@@ -16,6 +17,13 @@ const bootstrap = Command.make(
     dataDir: Options.text("data-dir").pipe(Options.optional)
   },
   ({ dataDir, email, org }) => {
+    // The same rule as sign-in's; a usage error is one line on stderr and exit code 2 (nothing is opened).
+    if (!Schema.is(EmailAddress)(email.trim())) {
+      return Effect.sync(() => {
+        process.stderr.write(`svc: --email: ${JSON.stringify(email)} is not an email address\n`)
+        process.exit(2)
+      })
+    }
     const overrides = new Map<string, string>()
     Option.map(dataDir, (dir) => overrides.set("SVC_DATA_DIR", dir))
     const provider = ConfigProvider.fromMap(overrides).pipe(ConfigProvider.orElse(() => ConfigProvider.fromEnv()))

@@ -2,10 +2,11 @@
 import { Command } from "@effect/cli"
 import { OpenApi } from "@effect/platform"
 import { NodeContext, NodeRuntime } from "@effect/platform-node"
-import { Console, Effect, Logger, LogLevel } from "effect"
+import { Cause, Console, Effect, Logger, LogLevel, Option } from "effect"
 import { Api } from "../Api.js"
 import { admin } from "./Admin.js"
 import { agents } from "./Agents.js"
+import { logFormat, loggerFor } from "./Logging.js"
 import { serve } from "./Serve.js"
 import { startRefusal } from "./StartRefusals.js"
 
@@ -23,16 +24,29 @@ const logLevel = LogLevel.fromLiteral(
   ) ?? "Info"
 )
 
-run(process.argv).pipe(
+/** A failure that is a start refusal: it is printed as its one line, not logged. */
+const isRefusal = (cause: Cause.Cause<unknown>) =>
+  Option.match(Cause.failureOption(cause), { onNone: () => false, onSome: (e) => startRefusal(e) !== undefined })
+
+Effect.gen(function*() {
+  // The one log stream (src/cli/Logging.ts); a malformed SVC_LOG_FORMAT is refused like any setting.
+  const format = yield* logFormat
+  return yield* run(process.argv).pipe(
+    // Failures other than refusals are reported through the same logger (runMain's own report would
+    // use Effect's default logger on stdout, and its pretty logger printed every line a second time).
+    Effect.tapErrorCause((cause) =>
+      Cause.isInterruptedOnly(cause) || isRefusal(cause) ? Effect.void : Effect.logError(cause)
+    ),
+    Effect.provide(Logger.replace(Logger.defaultLogger, loggerFor(format)))
+  )
+}).pipe(
   // A malformed setting, a data dir in use or a port in use stops the start with one line.
   Effect.catchIf((error) => startRefusal(error) !== undefined, (error) =>
     Effect.sync(() => {
       process.stderr.write(startRefusal(error) + "\n")
       process.exit(1)
     })),
-  // Logs go to stderr, so commands that print JSON keep stdout clean.
-  Effect.provide(Logger.replace(Logger.defaultLogger, Logger.withConsoleError(Logger.logfmtLogger))),
   Logger.withMinimumLogLevel(logLevel),
   Effect.provide(NodeContext.layer),
-  NodeRuntime.runMain({ disableErrorReporting: false })
+  NodeRuntime.runMain({ disableErrorReporting: true, disablePrettyLogger: true })
 )

@@ -12,6 +12,7 @@ import {
   MachineString,
   maxArgumentBytes,
   NullableTimestamp,
+  QueryParams,
   RequestBody,
   Timestamp,
   Uuid
@@ -205,7 +206,7 @@ export type ReadFileRequest = typeof ReadFileRequest.Type
 
 export const MachineList = Schema.Struct({ items: Schema.Array(MachineDto), next_cursor: Schema.NullOr(Schema.String) })
 
-export const ListMachinesParams = Schema.Struct({ ...pageFields(Schema.String), state: Schema.optional(MachineState) })
+export const ListMachinesParams = QueryParams({ ...pageFields(Schema.String), state: Schema.optional(MachineState) })
 
 const MachineIdPath = Schema.Struct({ id: Uuid })
 const PortPath = Schema.Struct({ id: Uuid, port: Schema.NumberFromString.pipe(Schema.compose(PortNumber)) })

@@ -3,7 +3,7 @@ import { HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { OperationStatus, StopReason } from "../kernel/domain/MachineStates.js"
 import { Authorization } from "../kernel/http/Authorization.js"
-import { EventStream, NullableTimestamp, Timestamp, Uuid } from "../kernel/http/Dto.js"
+import { EventStream, NullableTimestamp, QueryParams, Timestamp, Uuid } from "../kernel/http/Dto.js"
 import { Endpoint } from "../kernel/http/Endpoint.js"
 import { ResourceNotFound } from "../kernel/http/Errors.js"
 import { pageFields } from "../kernel/http/Pagination.js"
@@ -65,7 +65,7 @@ export class OperationsApi extends HttpApiGroup.make("operations")
       errors: [ResourceNotFound]
     })
       .setPath(OperationPath)
-      .setUrlParams(Schema.Struct(pageFields(Schema.String)))
+      .setUrlParams(QueryParams(pageFields(Schema.String)))
       .addSuccess(OperationList)
   )
   .add(

@@ -6,7 +6,7 @@
 import { HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { Authorization } from "../kernel/http/Authorization.js"
-import { NullableTimestamp, RequestBody, Timestamp, Uuid } from "../kernel/http/Dto.js"
+import { NullableTimestamp, QueryParams, RequestBody, Timestamp, Uuid } from "../kernel/http/Dto.js"
 import { IdempotencyHeaders } from "../kernel/http/Dto.js"
 import { Endpoint } from "../kernel/http/Endpoint.js"
 import { acceptErrors, stateErrors } from "../kernel/http/ErrorLists.js"
@@ -92,7 +92,7 @@ export const BulkDeleteRequest = RequestBody({
 
 export const TemplateRequest = RequestBody({ machine_id: Uuid, name: TemplateName })
 
-const PageParams = Schema.Struct(pageFields(Uuid))
+const PageParams = QueryParams(pageFields(Uuid))
 
 const MachinePath = Schema.Struct({ id: Uuid })
 const SnapshotPath = Schema.Struct({ snapshot_id: Uuid })

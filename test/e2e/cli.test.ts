@@ -5,6 +5,8 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
+import * as NodeFs from "node:fs"
+import * as NodePath from "node:path"
 import { buildBundle, bundle, destroyMachines, kill, run, serve } from "../support/Binary.js"
 import { request } from "../support/Http.js"
 import { eventually } from "../support/Machines.js"
@@ -55,6 +57,20 @@ describe("svc binary", () => {
         assert.strictEqual(a.user_id, b.user_id)
         assert.strictEqual(a.organization_id, b.organization_id)
         assert.notStrictEqual(a.api_key, b.api_key)
+      }),
+    60_000
+  )
+
+  it.scoped(
+    "bootstrap refuses an address that is not one with one line, and opens nothing",
+    () =>
+      Effect.gen(function*() {
+        const dataDir = yield* tempDir
+        const result = yield* run(["admin", "bootstrap", "--email", "notanemail", "--data-dir", dataDir])
+        assert.strictEqual(result.code, 2)
+        assert.strictEqual(result.stdout, "")
+        assert.strictEqual(result.stderr, "svc: --email: \"notanemail\" is not an email address\n")
+        assert.isFalse(NodeFs.existsSync(NodePath.join(dataDir, "svc.db")))
       }),
     60_000
   )

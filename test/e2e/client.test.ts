@@ -29,3 +29,43 @@ describe("typed client", () => {
       assert.strictEqual(invalid._tag, "invalid_api_key")
     }))
 })
+
+describe("typed client: wire-form requests and waiting", () => {
+  it.scopedLive("creates a machine and runs a command without the fields the server defaults", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer()
+      const owner = yield* server.bootstrap("wire@example.com")
+      const svc = yield* makeClient({ baseUrl: server.url, apiKey: owner.api_key })
+      const accepted = yield* svc.machines.create({ payload: { name: "wire" } })
+      const created = yield* svc.waitOperation(accepted)
+      assert.strictEqual(created.status, "succeeded")
+      const machine = yield* svc.machines.get({ path: { id: accepted.machine_id } })
+      // The server's defaults, not the client's: size, image and internet access as the server decides.
+      assert.strictEqual(machine.size, "default")
+      assert.strictEqual(machine.internet_access, true)
+      const exec = yield* svc.machines.exec({ path: { id: accepted.machine_id }, payload: { command: ["echo", "hi"] } })
+      const done = yield* svc.waitOperation(exec.operation_id)
+      assert.strictEqual(done.exec_result?.exit_code, 0)
+      assert.strictEqual(Buffer.from(done.exec_result!.stdout_base64, "base64").toString(), "hi\n")
+      // Query strings in their wire form, the defaulted limit left out; a stop with no body.
+      const listed = yield* svc.machines.list()
+      assert.deepStrictEqual(listed.items.map((m) => m.id), [accepted.machine_id])
+      const page = yield* svc.operations.listForMachine({
+        path: { id: accepted.machine_id },
+        urlParams: { limit: "1" }
+      })
+      assert.strictEqual(page.items.length, 1)
+      const stopped = yield* svc.waitOperation(yield* svc.machines.stop({ path: { id: accepted.machine_id } }))
+      assert.strictEqual(stopped.status, "succeeded")
+    }))
+
+  it.scoped("a mutation carries an idempotency key: the same call with the caller's key is answered once", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer()
+      const owner = yield* server.bootstrap("keys@example.com")
+      const svc = yield* makeClient({ baseUrl: server.url, apiKey: owner.api_key })
+      const first = yield* svc.machines.create({ payload: { name: "once" }, headers: { "idempotency-key": "k-1" } })
+      const again = yield* svc.machines.create({ payload: { name: "once" }, headers: { "idempotency-key": "k-1" } })
+      assert.strictEqual(again.operation_id, first.operation_id)
+    }))
+})

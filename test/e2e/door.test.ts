@@ -37,7 +37,7 @@ const setup = Effect.gen(function*() {
   const id = created.machine_id
   /** What the machine has been asked so far: every accepted request records an operation. */
   const operations = Effect.map(
-    svc.operations.listForMachine({ path: { id }, urlParams: { limit: 50 } }),
+    svc.operations.listForMachine({ path: { id }, urlParams: { limit: "50" } }),
     (page) => page.items.map((operation) => operation.id).sort()
   )
   return { server, http, svc, id, operations }
@@ -60,7 +60,7 @@ describe("the door", () => {
 
       const typo = yield* http("POST", "/v1/machines", { json: { name: "typo", internet_acess: false } })
       assert.include(refused(typo, "internet_acess"), "unknown member")
-      const machines = yield* svc.machines.list({ urlParams: { limit: 50 } })
+      const machines = yield* svc.machines.list({ urlParams: { limit: "50" } })
       assert.deepStrictEqual(machines.items.map((machine) => machine.name), ["box"])
 
       refused(yield* http("POST", `/v1/machines/${id}/exec`, { json: { shell: "true", timeout: 5 } }), "timeout")
@@ -143,7 +143,7 @@ describe("the door", () => {
       assert.isTrue(ParseResult.isParseError(error), String(error))
 
       assert.deepStrictEqual(yield* operations, before)
-      const machines = yield* svc.machines.list({ urlParams: { limit: 50 } })
+      const machines = yield* svc.machines.list({ urlParams: { limit: "50" } })
       assert.deepStrictEqual(machines.items.map((machine) => machine.name), ["box"])
     }))
 

@@ -12,6 +12,32 @@ export const iso = (millis: number) => new Date(millis).toISOString()
 export const isoOrNull = (millis: number | null) => (millis === null ? null : iso(millis))
 
 /**
+ * Marks a request schema (a body or a query string) whose client input is its wire form: the JSON or
+ * strings that the OpenAPI document (docs/api.md) shows, where a field with a server default may be left
+ * out. The annotation (the struct whose encoded side that is) tells the typed client
+ * (src/client/Wire.ts) at run time; `WireInput<Encoded>` says the same to the type checker: an
+ * optional phantom member of the decoded type, never present in a value, that carries the encoded
+ * type which the endpoint's own types do not keep.
+ */
+export const WireInputId: unique symbol = Symbol.for("svc/http/WireInput")
+export interface WireInput<Encoded> {
+  readonly [WireInputId]?: Encoded
+}
+
+/** A request schema whose client input is the encoded side of `Wire` (see `WireInputId`). */
+export type WireTagged<S extends Schema.Schema.Any, Wire extends Schema.Schema.Any> = Schema.Schema<
+  Schema.Schema.Type<S> & WireInput<Schema.Schema.Encoded<Wire>>,
+  Schema.Schema.Encoded<S>,
+  Schema.Schema.Context<S>
+>
+
+/** `schema`, annotated with the struct whose encoded side a client sends. */
+const wireTagged = <S extends Schema.Schema.Any, Wire extends Schema.Schema.Any>(
+  schema: S,
+  wire: Wire
+): WireTagged<S, Wire> => schema.annotations({ [WireInputId]: wire }) as unknown as WireTagged<S, Wire>
+
+/**
  * Every body route's payload, so the door is one mechanism (extensions.md §4):
  * - every invalid field is reported (a 422 lists all of them in `field_errors`, not only the first);
  * - an unknown member is refused, at any depth, and named in `field_errors`: a typo such as
@@ -30,11 +56,20 @@ export const RequestBody = <Fields extends Schema.Struct.Fields>(
     parseOptions: { errors: "all", onExcessProperty: "error" },
     ...(jsonSchema === undefined ? {} : { jsonSchema })
   })
-  return Schema.transform(Schema.Unknown, struct, {
-    strict: false,
-    decode: (body) => (isEmptyBody(body) ? {} : body),
-    encode: (body) => body
-  }).annotations({ [AST.SurrogateAnnotationId]: struct.ast })
+  return wireTagged(
+    Schema.transform(Schema.Unknown, struct, {
+      strict: false,
+      decode: (body) => (isEmptyBody(body) ? {} : body),
+      encode: (body) => body
+    }).annotations({ [AST.SurrogateAnnotationId]: struct.ast }),
+    struct
+  )
+}
+
+/** The query string of a route, as a client gives it: strings, and fields with defaults may be left out. */
+export const QueryParams = <Fields extends Schema.Struct.Fields>(fields: Fields) => {
+  const struct = Schema.Struct(fields)
+  return wireTagged(struct, struct)
 }
 
 /** What an empty request body reads as: `null` as JSON, `""` as text, no bytes otherwise. */

@@ -3,7 +3,7 @@
  * their status and code, request decoding errors become 422 with `field_errors`, unknown routes
  * 404, oversized bodies 413, and anything unexpected 500 with the correlation id and nothing else.
  */
-import { HttpApiError, HttpServerError, HttpServerResponse } from "@effect/platform"
+import { HttpApiError, HttpServerError, HttpServerResponse, Multipart } from "@effect/platform"
 import { Cause, Effect, Option } from "effect"
 import { InternalError } from "./Errors.js"
 import { type FieldError, type ProblemBody, problemContentType, problemType, specOf, toBody } from "./Problem.js"
@@ -84,11 +84,30 @@ const mergeExpectations = (messages: ReadonlyArray<string>) => {
 
 const fromDecodeError = (error: HttpApiError.HttpApiDecodeError) => invalidRequest(fieldErrorsOf(error.issues))
 
+/** How deeply a JSON body may nest (RequestEdge refuses deeper ones): no request of the API nests more than a few levels. */
+export const maxJsonDepth = 64
+
+/** A JSON body nested deeper than `maxJsonDepth`. */
+export class NestedTooDeeply extends SyntaxError {
+  constructor() {
+    super(`nests deeper than ${maxJsonDepth} levels`)
+  }
+}
+
 /** Failures of reading the body are defects inside HttpApiBuilder; these are the client's fault. */
 const fromBodyDefect = (defect: unknown, maxBytes: number): Option.Option<HttpServerResponse.HttpServerResponse> => {
+  // A body sent as multipart/form-data is parsed as such before its schema sees it (found by the fuzz).
+  if (defect instanceof Multipart.MultipartError) {
+    return Option.some(
+      defect.reason === "BodyTooLarge"
+        ? bodyTooLarge(maxBytes)
+        : invalidRequest([{ field: "body", message: "is not valid multipart/form-data; send JSON" }])
+    )
+  }
   if (!HttpServerError.isServerError(defect) || defect._tag !== "RequestError") return Option.none()
   const cause = defect.cause
   if (cause instanceof Error && cause.message === "maxBytes exceeded") return Option.some(bodyTooLarge(maxBytes))
+  if (cause instanceof NestedTooDeeply) return Option.some(invalidRequest([{ field: "body", message: cause.message }]))
   if (cause instanceof SyntaxError) {
     return Option.some(invalidRequest([{ field: "body", message: "is not valid JSON" }]))
   }

@@ -1,0 +1,65 @@
+/**
+ * The process's one log stream, on stderr (stdout stays for what commands print, such as
+ * bootstrap's JSON line): `SVC_LOG_FORMAT` = `pretty` (for people: colours when stderr is a
+ * terminal), `json` (one object a line, for collectors) or `logfmt`. Without it: pretty on a
+ * terminal, JSON otherwise.
+ */
+import { Cause, Config, HashMap, Logger, LogLevel } from "effect"
+
+export const logFormats = ["pretty", "json", "logfmt"] as const
+export type LogFormat = typeof logFormats[number]
+
+/** The format asked for, else the one that suits where stderr goes. */
+export const logFormat = Config.literal(...logFormats)("SVC_LOG_FORMAT").pipe(
+  Config.withDefault<LogFormat>(process.stderr.isTTY ? "pretty" : "json")
+)
+
+const paint = (colors: boolean, code: string, text: string) => (colors ? `\x1b[${code}m${text}\x1b[0m` : text)
+
+const levelColor = (level: LogLevel.LogLevel) =>
+  LogLevel.greaterThanEqual(level, LogLevel.Error)
+    ? "31"
+    : level._tag === "Warning"
+    ? "33"
+    : level._tag === "Info"
+    ? "32"
+    : "90"
+
+const show = (value: unknown) => {
+  const text = typeof value === "string" ? value : JSON.stringify(value)
+  return /^[^\s"=]+$/.test(text) ? text : JSON.stringify(text)
+}
+
+/**
+ * For people: one line an entry, `11:02:27.700 INFO  GET /v1/me 401 6.9ms  correlation_id=...`, the
+ * access line's fields already in its message; a failure's cause follows, indented.
+ */
+export const prettyLogger = (colors: boolean) =>
+  Logger.make<unknown, void>(({ annotations, cause, date, logLevel, message }) => {
+    const text = (Array.isArray(message) ? message : [message]).map((part) =>
+      typeof part === "string" ? part : show(part)
+    )
+    const isAccess = HashMap.has(annotations, "access")
+    const fields = [...annotations]
+      .filter(([key]) => !isAccess || key === "correlation_id")
+      .map(([key, value]) => paint(colors, "90", `${key}=${show(value)}`))
+    const line = [
+      paint(colors, "90", date.toISOString().slice(11, 23)),
+      paint(colors, levelColor(logLevel), logLevel.label.padEnd(5)),
+      text.join(" "),
+      ...fields
+    ].join(" ")
+    const failure = Cause.isEmpty(cause) ? "" : "\n  " + Cause.pretty(cause).split("\n").join("\n  ")
+    process.stderr.write(line + failure + "\n")
+  })
+
+export const loggerFor = (format: LogFormat): Logger.Logger<unknown, void> => {
+  switch (format) {
+    case "pretty":
+      return prettyLogger(process.stderr.isTTY === true)
+    case "json":
+      return Logger.withConsoleError(Logger.jsonLogger)
+    case "logfmt":
+      return Logger.withConsoleError(Logger.logfmtLogger)
+  }
+}

@@ -1,0 +1,496 @@
+/**
+ * Fuzz at the front door: fast-check (through effect's own FastCheck re-export) sends thousands of
+ * generated requests to every route of the API, found by walking `Api`'s groups and endpoints, at a
+ * real server (sandboxed machines) with a real key: wrong types, huge strings, unicode, NUL bytes,
+ * missing and extra members, bad UUIDs, odd content types, junk headers and path segments, and
+ * now and then a valid body (its commands made harmless), so that the routes behind the door run too.
+ *
+ * Properties: no answer is a 500; every request is answered within `requestBound` (an event stream
+ * counts as answered once its first bytes arrive); and afterwards every machine of the organization
+ * (three made first, any a valid create made) settles what it accepted and, unless deleted or
+ * failed, still runs an exec (a stopped one is started first). Stuck mailboxes whose fixes are under
+ * way elsewhere are printed, not failed, unless FUZZ_STRICT is set (`knownOpen`).
+ *
+ * FUZZ_RUNS (10,000: about 35 s here) and FUZZ_SEED set the number of requests and the seed; a
+ * failure names the seed to replay; FUZZ_VERBOSE prints progress.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Arbitrary, Effect, FastCheck as fc, Logger, LogLevel, Option, Schema, SchemaAST } from "effect"
+import { Api } from "../../src/Api.js"
+import { makeClient, WaitTimeout } from "../../src/index.js"
+import { startServer } from "../support/TestServer.js"
+
+const runs = Number(process.env["FUZZ_RUNS"] ?? 10_000)
+const seed = process.env["FUZZ_SEED"] === undefined
+  ? Math.floor(Math.random() * 2 ** 31)
+  : Number(process.env["FUZZ_SEED"])
+const requestBound = 15_000
+/** FUZZ_VERBOSE=1 writes the seed and progress to stderr as the run goes. */
+const progress = (line: string) => {
+  if (process.env["FUZZ_VERBOSE"] !== undefined) process.stderr.write(`fuzz: ${line}\n`)
+}
+
+interface Route {
+  readonly name: string
+  readonly method: string
+  readonly path: string
+  readonly fields: ReadonlyArray<string>
+  readonly payload: Schema.Schema.Any | undefined
+  readonly query: ReadonlyArray<string>
+}
+
+const fieldsOf = (schema: Schema.Schema.Any | undefined): ReadonlyArray<string> => {
+  if (schema === undefined) return []
+  try {
+    return SchemaAST.getPropertySignatures(Schema.encodedSchema(schema).ast).map((p) => String(p.name))
+  } catch {
+    return []
+  }
+}
+
+const routes: ReadonlyArray<Route> = Object.values(Api.groups).flatMap((group) =>
+  Object.values(group.endpoints).map((endpoint): Route => ({
+    name: `${group.identifier}.${endpoint.name}`,
+    method: endpoint.method,
+    path: endpoint.path,
+    fields: fieldsOf(Option.getOrUndefined(endpoint.payloadSchema)),
+    payload: Option.getOrUndefined(endpoint.payloadSchema),
+    query: fieldsOf(Option.getOrUndefined(endpoint.urlParamsSchema))
+  }))
+)
+
+// ---- values -------------------------------------------------------------------------------------
+
+const oddStrings = fc.constantFrom(
+  "",
+  " ",
+  "null",
+  "true",
+  "-1",
+  "1e309",
+  "NaN",
+  "a\u0000b",
+  "\u0000",
+  "/root/a\u0000b",
+  "/",
+  "../../../../etc/passwd",
+  "%00",
+  "%",
+  "\uFFFF",
+  "\uD800",
+  "e\u0301",
+  "😀".repeat(50),
+  "' OR 1=1 --",
+  "${jndi:ldap://x}",
+  "<script>",
+  "\r\n",
+  "A".repeat(300),
+  "not-a-uuid",
+  "00000000-0000-0000-0000-000000000000",
+  "0190D9A2-0000-7000-8000-00000000000G",
+  " 0190d9a2-0000-7000-8000-000000000001"
+)
+const hugeString = fc.integer({ min: 1_000, max: 80_000 }).map((n) => "x".repeat(n))
+const unicodeString = fc.string({ unit: "binary", maxLength: 40 })
+const anyString = fc.oneof(
+  { weight: 3, arbitrary: fc.string({ maxLength: 40 }) },
+  { weight: 3, arbitrary: oddStrings },
+  { weight: 2, arbitrary: unicodeString },
+  { weight: 1, arbitrary: hugeString }
+)
+const anyNumber = fc.oneof(
+  fc.integer(),
+  fc.double(),
+  fc.constantFrom(0, -1, 1, 59, 60, 65535, 65536, 3600, 3601, 2 ** 53, -(2 ** 31), 1e308)
+)
+
+/** JSON values of every kind, nested a little. */
+const jsonValue = (ids: fc.Arbitrary<string>): fc.Arbitrary<unknown> =>
+  fc.letrec((tie) => ({
+    value: fc.oneof(
+      { depthSize: "small", withCrossShrink: true },
+      anyString,
+      ids,
+      anyNumber,
+      fc.boolean(),
+      fc.constant(null),
+      fc.array(tie("value"), { maxLength: 4 }),
+      fc.dictionary(fc.string({ maxLength: 12 }), tie("value"), { maxKeys: 4 })
+    )
+  })).value
+
+/** Strings a command could start with are made into names no program has, so a valid exec does nothing. */
+const harmless = (body: unknown): unknown => {
+  if (body === null || typeof body !== "object" || Array.isArray(body)) return body
+  const copy: Record<string, unknown> = { ...(body as Record<string, unknown>) }
+  if (Array.isArray(copy["command"]) && typeof copy["command"][0] === "string") {
+    copy["command"] = ["fuzz_" + copy["command"][0], ...copy["command"].slice(1)]
+  }
+  for (const key of ["shell", "setup_script"]) {
+    if (typeof copy[key] === "string") copy[key] = "fuzz_" + copy[key]
+  }
+  if (typeof copy["timeout_seconds"] === "number") copy["timeout_seconds"] = Math.min(copy["timeout_seconds"], 5)
+  return copy
+}
+
+/** Valid wire bodies of a route, when its schema has an arbitrary. */
+const validBodies = (route: Route): fc.Arbitrary<unknown> | undefined => {
+  if (route.payload === undefined) return undefined
+  try {
+    const encode = Schema.encodeSync(route.payload as Schema.Schema<unknown, unknown>)
+    return (Arbitrary.make(route.payload) as fc.Arbitrary<unknown>).map((value) => harmless(encode(value)))
+  } catch {
+    return undefined
+  }
+}
+
+/** The paths of every string in a JSON value (keys of records included, as `{key}`). */
+const stringPaths = (
+  value: unknown,
+  path: ReadonlyArray<string | number> = []
+): Array<ReadonlyArray<string | number>> => {
+  if (typeof value === "string") return [path]
+  if (Array.isArray(value)) return value.flatMap((item, i) => stringPaths(item, [...path, i]))
+  if (value !== null && typeof value === "object") {
+    return Object.entries(value).flatMap(([key, item]) => [[...path, `{${key}}`], ...stringPaths(item, [...path, key])])
+  }
+  return []
+}
+
+/** `value` with `edit` applied to the string at `path` (a `{key}` step renames that key). */
+const editAt = (value: unknown, path: ReadonlyArray<string | number>, edit: (text: string) => string): unknown => {
+  if (path.length === 0) return typeof value === "string" ? edit(value) : value
+  const [step, ...rest] = path
+  if (Array.isArray(value)) return value.map((item, i) => (i === step ? editAt(item, rest, edit) : item))
+  const record = value as Record<string, unknown>
+  if (typeof step === "string" && step.startsWith("{") && rest.length === 0) {
+    const key = step.slice(1, -1)
+    return Object.fromEntries(Object.entries(record).map(([k, v]) => [k === key ? edit(k) : k, v]))
+  }
+  return { ...record, [step!]: editAt(record[step as string], rest, edit) }
+}
+
+/** One member of a valid body replaced, dropped or added, or a NUL put into one of its strings, however deep. */
+const defect = (ids: fc.Arbitrary<string>) => (body: unknown): fc.Arbitrary<unknown> => {
+  if (body === null || typeof body !== "object" || Array.isArray(body)) return fc.constant(body)
+  const record = body as Record<string, unknown>
+  const keys = Object.keys(record)
+  const paths = stringPaths(body)
+  return fc.oneof(
+    fc.tuple(fc.string({ maxLength: 20 }), jsonValue(ids)).map(([key, value]) => ({ ...record, [key]: value })),
+    keys.length === 0
+      ? fc.constant(record)
+      : fc.tuple(fc.constantFrom(...keys), jsonValue(ids)).map(([key, value]) => ({ ...record, [key]: value })),
+    keys.length === 0 ? fc.constant(record) : fc.constantFrom(...keys).map((key) => {
+      const { [key]: _, ...rest } = record
+      return rest
+    }),
+    paths.length === 0
+      ? fc.constant(record)
+      : fc.tuple(fc.constantFrom(...paths), fc.nat()).map(([path, at]) =>
+        editAt(body, path, (text) => {
+          const i = at % (text.length + 1)
+          return text.slice(0, i) + "\u0000" + text.slice(i)
+        })
+      )
+  )
+}
+
+// ---- requests -----------------------------------------------------------------------------------
+
+/** Percent-encoding of any string (a lone surrogate cannot be encoded: it becomes U+FFFD). */
+const encode = (text: string) =>
+  encodeURIComponent(text.replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, "\uFFFD"))
+
+interface Generated {
+  readonly route: string
+  readonly method: string
+  readonly url: string
+  readonly headers: Record<string, string>
+  readonly body: string | undefined
+}
+
+const rawBodies = fc.oneof(
+  fc.constantFrom(
+    "",
+    "{",
+    "nul",
+    "[]",
+    "\"text\"",
+    "1",
+    "{\"a\":",
+    "{}{}",
+    "\u0000",
+    "[".repeat(5_000) + "]".repeat(5_000)
+  ),
+  fc.integer({ min: 1, max: 200_000 }).map((depth) => "[".repeat(depth)),
+  fc.string({ maxLength: 200 }),
+  fc.string({ unit: "binary", maxLength: 200 })
+)
+
+const pathSegment = (ids: fc.Arbitrary<string>) =>
+  fc.oneof(
+    { weight: 12, arbitrary: ids },
+    { weight: 2, arbitrary: fc.uuid() },
+    { weight: 2, arbitrary: fc.oneof(fc.string({ maxLength: 40 }), oddStrings, unicodeString).map(encode) },
+    { weight: 1, arbitrary: fc.integer({ min: 100, max: 20_000 }).map((n) => "x".repeat(n)) },
+    { weight: 1, arbitrary: fc.constantFrom("%", "%zz", "%00", "..", "%2e%2e", "%2F", "a%2Fb", ";", "8080", "-1") }
+  )
+
+const requests = (context: { readonly key: string; readonly orgId: string; readonly ids: ReadonlyArray<string> }) => {
+  const ids = fc.constantFrom(...context.ids)
+  const header = fc.string({ maxLength: 60 }).map((s) => s.trim())
+  const headers = fc.record({
+    authorization: fc.oneof(
+      { weight: 40, arbitrary: fc.constant(`Bearer ${context.key}`) },
+      { weight: 1, arbitrary: fc.constant(undefined) },
+      { weight: 1, arbitrary: fc.constantFrom("Bearer svc_junk", `Bearer ${context.key}x`, "Basic eDp5", "Bearer") },
+      { weight: 1, arbitrary: header.map((s) => `Bearer ${s}`) }
+    ),
+    "content-type": fc.oneof(
+      { weight: 16, arbitrary: fc.constant("application/json") },
+      {
+        weight: 3,
+        arbitrary: fc.constantFrom(
+          undefined,
+          "text/plain",
+          "application/json; charset=utf-16",
+          "multipart/form-data; boundary=x",
+          "application/x-www-form-urlencoded",
+          "application/problem+json"
+        )
+      },
+      { weight: 1, arbitrary: header }
+    ),
+    "x-organization-id": fc.option(fc.oneof(fc.constant(context.orgId), fc.uuid(), header), {
+      nil: undefined,
+      freq: 8
+    }),
+    "idempotency-key": fc.option(fc.oneof(fc.uuid(), header, fc.constant("k".repeat(5_000)), fc.constant("\"q\"")), {
+      nil: undefined,
+      freq: 3
+    }),
+    "x-correlation-id": fc.option(header, { nil: undefined, freq: 8 }),
+    accept: fc.option(fc.constantFrom("text/event-stream", "application/json", "*/*", "text/html"), {
+      nil: undefined,
+      freq: 6
+    }),
+    "last-event-id": fc.option(fc.oneof(header, fc.constantFrom("0", "-1", "99999999999999999999")), {
+      nil: undefined,
+      freq: 8
+    }),
+    cookie: fc.option(header.map((s) => `svc_session=${encode(s)}; svc_csrf=x`), { nil: undefined, freq: 10 }),
+    "x-csrf-token": fc.option(header, { nil: undefined, freq: 10 })
+  }, { requiredKeys: [] })
+  const perRoute = routes.map((route) => {
+    const valid = validBodies(route)
+    const junkObject = fc.tuple(
+      fc.record(Object.fromEntries(route.fields.map((field) => [field, jsonValue(ids)])), { requiredKeys: [] }),
+      fc.dictionary(fc.string({ maxLength: 16 }), jsonValue(ids), { maxKeys: 3 })
+    ).map(([known, extra]) => ({ ...extra, ...known }))
+    const bodies: fc.Arbitrary<string | undefined> = fc.oneof(
+      { weight: 4, arbitrary: junkObject.map((body) => JSON.stringify(body)) },
+      { weight: 2, arbitrary: jsonValue(ids).map((body) => JSON.stringify(body)) },
+      { weight: 2, arbitrary: rawBodies },
+      { weight: 1, arbitrary: fc.constant(undefined) },
+      ...(valid === undefined ? [] : [
+        { weight: 4, arbitrary: valid.chain(defect(ids)).map((body) => JSON.stringify(body)) },
+        { weight: 3, arbitrary: valid.map((body) => JSON.stringify(body)) }
+      ])
+    )
+    const query = fc.tuple(
+      fc.record(Object.fromEntries(route.query.map((name) => [name, fc.oneof(anyString, ids, fc.nat().map(String))])), {
+        requiredKeys: []
+      }),
+      fc.dictionary(fc.string({ maxLength: 10 }), anyString, { maxKeys: 2 }),
+      fc.boolean()
+    ).map(([known, extra, raw]) => {
+      const entries = Object.entries({ ...extra, ...known }) as Array<[string, string]>
+      if (entries.length === 0) return raw ? "?%zz=%" : ""
+      return "?" + entries.map(([k, v]) => `${encode(k)}=${encode(v)}`).join("&")
+    })
+    const path = fc.tuple(
+      ...route.path.split("/").map((segment) => segment.startsWith(":") ? pathSegment(ids) : fc.constant(segment))
+    ).map((segments) => segments.join("/"))
+    return fc.record({ path, query, headers, body: bodies }).map(({ body, headers, path, query }): Generated => ({
+      route: route.name,
+      method: route.method,
+      url: path + query,
+      headers: Object.fromEntries(Object.entries(headers).filter(([, v]) => v !== undefined)) as Record<string, string>,
+      body: route.method === "GET" ? undefined : body
+    }))
+  })
+  return fc.oneof(...perRoute)
+}
+
+const terminal = new Set(["succeeded", "failed", "correlation_miss"])
+
+/**
+ * A stuck mailbox this fuzz finds whose fix belongs to the drivers (issue 23, item 2): a create
+ * naming an image the sandbox driver does not have is retried as uncertain for ever (and so is a
+ * start of that machine) instead of failing. It is printed, not failed, unless FUZZ_STRICT is set;
+ * the day the driver fails it, this goes and strict is the only mode. (A NUL byte reaching the
+ * driver was the other one, until the door refused it.)
+ */
+const strict = process.env["FUZZ_STRICT"] !== undefined
+const knownOpen = (accepted: ReadonlyArray<Generated>): string | undefined => {
+  if (
+    accepted.some((r) => r.route === "machines.create" && /"image":"(?!default")/.test(r.body ?? ""))
+  ) return "an unknown image is retried as uncertain"
+  return undefined
+}
+
+interface Answer {
+  readonly status: number
+  readonly text: string
+}
+
+/** Sends one request; fails if it is not answered within the bound (an event stream: its first bytes). */
+const send = async (base: string, request: Generated): Promise<Answer> => {
+  const signal = AbortSignal.timeout(requestBound)
+  try {
+    const response = await fetch(base + request.url, {
+      method: request.method,
+      headers: request.headers,
+      body: request.body ?? null,
+      redirect: "manual",
+      signal
+    })
+    if (response.headers.get("content-type")?.startsWith("text/event-stream")) {
+      const reader = response.body!.getReader()
+      await reader.read()
+      await reader.cancel()
+      return { status: response.status, text: "(event stream)" }
+    }
+    return { status: response.status, text: await response.text() }
+  } catch (error) {
+    if (signal.aborted) throw new Error(`no answer within ${requestBound} ms: ${show(request)}`)
+    throw new Error(`request failed (${error}): ${show(request)}`)
+  }
+}
+
+const show = (request: Generated) =>
+  `${request.route}: ${request.method} ${request.url.slice(0, 300)} headers=${
+    JSON.stringify(request.headers).slice(0, 300)
+  } body=${JSON.stringify(request.body?.slice(0, 300))}`
+
+describe("fuzz: every route at the door", () => {
+  it.scopedLive(
+    "thousands of generated requests: never a 500, never a hang, and the machines still run an exec",
+    () =>
+      Effect.gen(function*() {
+        // Errors are logged, so that a 500's cause shows beside its request.
+        const server = yield* startServer({ runtime: "sandbox", logLevel: "error" })
+        const owner = yield* server.bootstrap("fuzz@example.com")
+        const svc = yield* makeClient({ baseUrl: server.url, apiKey: owner.api_key })
+        const probes = yield* Effect.forEach(["fuzz-a", "fuzz-b", "fuzz-c"], (name) =>
+          Effect.flatMap(
+            svc.machines.create({ payload: { name } }),
+            (accepted) => Effect.as(svc.waitOperation(accepted, { timeout: "60 seconds" }), accepted)
+          ))
+        const ids = [
+          ...probes.map((p) => p.machine_id),
+          ...probes.map((p) => p.operation_id),
+          owner.organization_id,
+          "0190d9a2-0000-7000-8000-000000000001"
+        ]
+        const failures: Array<string> = []
+        let broken = 0
+        const acceptedFor = new Map<string, Array<Generated>>()
+        let sent = 0
+        progress(`seed ${seed}`)
+        const started = Date.now()
+        const statuses = new Map<number, number>()
+        // Every 500 is collected, not only the first; a request with no answer ends the run after three.
+        yield* Effect.promise(() =>
+          fc.assert(
+            fc.asyncProperty(requests({ key: owner.api_key, orgId: owner.organization_id, ids }), async (request) => {
+              if (++sent % 250 === 0) progress(`${sent} requests, ${(Date.now() - started) / 1000} s`)
+              const answer = await send(server.url, request).catch((error: Error) => {
+                failures.push(error.message)
+                return undefined
+              })
+              if (answer === undefined) return ++broken < 3
+              statuses.set(answer.status, (statuses.get(answer.status) ?? 0) + 1)
+              if (answer.status === 202) {
+                const machineId = (JSON.parse(answer.text) as { machine_id?: string }).machine_id
+                if (machineId !== undefined) {
+                  acceptedFor.set(machineId, [...(acceptedFor.get(machineId) ?? []), request])
+                }
+              }
+              if (answer.status === 500 && failures.length < 50) {
+                failures.push(`500: ${show(request)} -> ${answer.text.slice(0, 200)}`)
+              }
+              return true
+            }),
+            { numRuns: runs, seed, endOnFailure: true }
+          ).catch((error: Error) => {
+            failures.push(error.message.split("\n").slice(0, 2).join(" "))
+          })
+        )
+        const fuzzSeconds = (Date.now() - started) / 1000
+        console.log(
+          `fuzz (FUZZ_SEED=${seed}): ${runs} requests in ${fuzzSeconds.toFixed(1)} s; statuses ${
+            JSON.stringify(Object.fromEntries([...statuses].sort(([a], [b]) => a - b)))
+          }`
+        )
+
+        progress("checking the machines")
+        // Every machine of the organization (the probes and any a valid create made) settles every
+        // operation it accepted, and one that runs, or can be started, still takes an exec.
+        const machines = yield* svc.machines.list({ urlParams: { limit: "100" } })
+        const stuck: Array<{ readonly id: string; readonly why: string }> = []
+        const check = (id: string) =>
+          Effect.gen(function*() {
+            const ops = yield* svc.operations.listForMachine({ path: { id }, urlParams: { limit: "100" } })
+            // Bounded: a mailbox still held after this is reported without trying more on it.
+            yield* Effect.forEach(
+              ops.items.filter((op) => !terminal.has(op.status)),
+              (op) => svc.waitOperation(op.id, { timeout: "30 seconds" }),
+              { concurrency: "unbounded" }
+            )
+            const machine = yield* svc.machines.get({ path: { id } })
+            if (machine.state === "deleted" || machine.state === "failed") return
+            if (machine.state !== "running") {
+              yield* svc.waitOperation(yield* svc.machines.start({ path: { id } }), { timeout: "30 seconds" })
+            }
+            const exec = yield* svc.machines.exec({ path: { id }, payload: { command: ["echo", "still here"] } })
+            const done = yield* svc.waitOperation(exec, { timeout: "30 seconds" })
+            if (done.status !== "succeeded" || done.exec_result?.exit_code !== 0) {
+              return yield* Effect.fail(`exec ended ${done.status} ${done.error_code ?? ""}`)
+            }
+          }).pipe(
+            Effect.catchAll((error) =>
+              Effect.sync(() =>
+                stuck.push({
+                  id,
+                  why: error instanceof WaitTimeout
+                    ? `operation ${error.operation_id} (${error.last.kind}) still ${error.last.status}`
+                    : typeof error === "string"
+                    ? error
+                    : JSON.stringify(error).slice(0, 300)
+                })
+              )
+            )
+          )
+        yield* Effect.forEach(machines.items, (machine) => check(machine.id), {
+          discard: true,
+          concurrency: "unbounded"
+        })
+        for (const { id, why } of stuck) {
+          const sentToIt = acceptedFor.get(id) ?? []
+          const known = knownOpen(sentToIt)
+          const line = `machine ${id} no longer runs an exec: ${why}; accepted for it: ${
+            sentToIt.map((r) => `${r.route} ${JSON.stringify(r.body?.slice(0, 200))}`).join(" | ")
+          }`
+          if (known !== undefined && !strict) console.log(`fuzz: known open (${known}): ${line}`)
+          else failures.push(line)
+        }
+        assert.deepStrictEqual(failures, [], `replay with FUZZ_SEED=${seed} FUZZ_RUNS=${runs}`)
+      }).pipe(
+        // The server's own fibers (actors retrying, say) log at error level only, like its requests.
+        Logger.withMinimumLogLevel(LogLevel.Error)
+      ),
+    { timeout: 600_000 }
+  )
+})
