@@ -77,6 +77,13 @@ export const impossibleExec = (request: ExecRequest, machineId: string): DriverE
     })
     : undefined
 
+/** A machine of an image no driver has can never be made: its create and start fail for good. */
+export const unknownImage = (spec: MachineSpec): DriverError | undefined =>
+  spec.image === "default" ? undefined : new DriverError({
+    message: `image ${spec.image}: only "default" (the host's /usr) is supported`,
+    permanent: "image_not_found"
+  })
+
 /** The machine is not running (or not there): the request cannot be carried out now. */
 export class NotRunning extends Data.TaggedError("NotRunning")<{ readonly machineId: string }> {}
 

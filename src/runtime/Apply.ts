@@ -320,7 +320,12 @@ printf '%s\\n' "$1" >> "$f" && chmod 600 "$f"`,
     Effect.catchAll((error) =>
       error._tag === "NotRunning"
         ? vanished(driver, machine)
-        : Effect.succeed(error.permanent !== undefined ? failed(error.permanent) : uncertain(error))
+        : Effect.succeed(
+          error.permanent === undefined
+            ? uncertain(error)
+            // A machine that cannot be made (an image no host has) is failed with its operation.
+            : failed(error.permanent, makesMachine(operation.kind) ? { state: "failed" } : undefined)
+        )
     )
   )
 

@@ -526,9 +526,10 @@ const echoThrough = (driver: MachineDriverShape, id: string, port: number) =>
     })).pipe(Effect.catchTag("DriverError", () => Effect.succeed("")))
 
 /** The echo once the server in the machine listens (it starts in the background). */
+/** Up to 15 s: a node that starts the echo server takes seconds on a loaded 2-core host. */
 const eventuallyEchoes = (driver: MachineDriverShape, id: string, port: number) =>
   Effect.gen(function*() {
-    for (let attempt = 0; attempt < 100; attempt++) {
+    for (let attempt = 0; attempt < 300; attempt++) {
       const echoed = yield* echoThrough(driver, id, port)
       if (echoed !== "") return echoed
       yield* Effect.sleep("50 millis")

@@ -8,8 +8,7 @@
  * Properties: no answer is a 500; every request is answered within `requestBound` (an event stream
  * counts as answered once its first bytes arrive); and afterwards every machine of the organization
  * (three made first, any a valid create made) settles what it accepted and, unless deleted or
- * failed, still runs an exec (a stopped one is started first). Stuck mailboxes whose fixes are under
- * way elsewhere are printed, not failed, unless FUZZ_STRICT is set (`knownOpen`).
+ * failed, still runs an exec (a stopped one is started first).
  *
  * FUZZ_RUNS (10,000: about 35 s here) and FUZZ_SEED set the number of requests and the seed; a
  * failure names the seed to replay; FUZZ_VERBOSE prints progress.
@@ -325,21 +324,6 @@ const requests = (context: { readonly key: string; readonly orgId: string; reado
 
 const terminal = new Set(["succeeded", "failed", "correlation_miss"])
 
-/**
- * A stuck mailbox this fuzz finds whose fix belongs to the drivers (issue 23, item 2): a create
- * naming an image the sandbox driver does not have is retried as uncertain for ever (and so is a
- * start of that machine) instead of failing. It is printed, not failed, unless FUZZ_STRICT is set;
- * the day the driver fails it, this goes and strict is the only mode. (A NUL byte reaching the
- * driver was the other one, until the door refused it.)
- */
-const strict = process.env["FUZZ_STRICT"] !== undefined
-const knownOpen = (accepted: ReadonlyArray<Generated>): string | undefined => {
-  if (
-    accepted.some((r) => r.route === "machines.create" && /"image":"(?!default")/.test(r.body ?? ""))
-  ) return "an unknown image is retried as uncertain"
-  return undefined
-}
-
 interface Answer {
   readonly status: number
   readonly text: string
@@ -479,12 +463,9 @@ describe("fuzz: every route at the door", () => {
         })
         for (const { id, why } of stuck) {
           const sentToIt = acceptedFor.get(id) ?? []
-          const known = knownOpen(sentToIt)
-          const line = `machine ${id} no longer runs an exec: ${why}; accepted for it: ${
+          failures.push(`machine ${id} no longer runs an exec: ${why}; accepted for it: ${
             sentToIt.map((r) => `${r.route} ${JSON.stringify(r.body?.slice(0, 200))}`).join(" | ")
-          }`
-          if (known !== undefined && !strict) console.log(`fuzz: known open (${known}): ${line}`)
-          else failures.push(line)
+          }`)
         }
         assert.deepStrictEqual(failures, [], `replay with FUZZ_SEED=${seed} FUZZ_RUNS=${runs}`)
       }).pipe(

@@ -82,6 +82,16 @@ describe("no operation holds a mailbox", () => {
       assert.strictEqual((yield* until(behind.operation_id, (s) => s === "succeeded")).exec_result?.exit_code, 0)
     }))
 
+  it.scopedLive("a machine of an image no host has fails image_not_found at once instead of being retried", () =>
+    Effect.gen(function*() {
+      const { svc, until } = yield* setup
+      const made = yield* svc.machines.create({ headers: {}, payload: { name: "no-image", image: "nope" } })
+      const failed = yield* until(made.operation_id, (s) => s !== "pending" && s !== "running")
+      assert.strictEqual(failed.status, "failed")
+      assert.strictEqual(failed.error_code, "image_not_found")
+      assert.strictEqual((yield* svc.machines.get({ path: { id: made.machine_id } })).state, "failed")
+    }))
+
   it.scopedLive("a forced stop cancels what waits before it and stops the machine; a delete does the same", () =>
     Effect.gen(function*() {
       const { exec, machineId, svc, until } = yield* setup

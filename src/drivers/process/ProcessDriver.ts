@@ -15,7 +15,14 @@ import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
 import { wrapOnce } from "../ExactlyOnce.js"
 import { hostBootId, killPid, pidsWithEnv, procStat, runCommand, waitFor } from "../HostProcess.js"
-import { DriverError, impossibleExec, MachineDriver, type MachineDriverShape, NotRunning } from "../MachineDriver.js"
+import {
+  DriverError,
+  impossibleExec,
+  MachineDriver,
+  type MachineDriverShape,
+  NotRunning,
+  unknownImage
+} from "../MachineDriver.js"
 import {
   attempt,
   cpuCredit,
@@ -84,18 +91,22 @@ export const make = (
     isolates: false,
     // Host processes read the host's folder where it is.
     toolsPath: options.agentsDir,
-    create: (spec) => attempt("create", () => ensureDisk(paths(spec.id))),
+    create: (spec) => {
+      const refused = unknownImage(spec)
+      return refused !== undefined ? Effect.fail(refused) : attempt("create", () => ensureDisk(paths(spec.id)))
+    },
     start: (spec) =>
-      attempt("start", () => {
-        const current = running(spec.id)
-        if (current !== undefined) return { bootId: current.bootId }
-        if (!NodeFs.existsSync(paths(spec.id).disk)) throw new Error(`machine ${spec.id} has no disk`)
-        if (spec.image !== "default") throw new Error(`image ${spec.image}: only "default" (the host) is supported`)
-        ensureDisk(paths(spec.id))
-        const record: RunRecord = { bootId: NodeCrypto.randomUUID(), hostBootId: hostBootId(), env: spec.env }
-        writeAtomic(paths(spec.id).run, JSON.stringify(record))
-        return { bootId: record.bootId }
-      }),
+      unknownImage(spec) !== undefined
+        ? Effect.fail(unknownImage(spec)!)
+        : attempt("start", () => {
+          const current = running(spec.id)
+          if (current !== undefined) return { bootId: current.bootId }
+          if (!NodeFs.existsSync(paths(spec.id).disk)) throw new Error(`machine ${spec.id} has no disk`)
+          ensureDisk(paths(spec.id))
+          const record: RunRecord = { bootId: NodeCrypto.randomUUID(), hostBootId: hostBootId(), env: spec.env }
+          writeAtomic(paths(spec.id).run, JSON.stringify(record))
+          return { bootId: record.bootId }
+        }),
     stop,
     destroy: destroyWith(options.dataDir, stop),
     observe: observeWith(options.dataDir, running),

@@ -43,7 +43,8 @@ import {
   type MachineDriverShape,
   type MachineSpec,
   NotRunning,
-  type OutputStream
+  type OutputStream,
+  unknownImage
 } from "../MachineDriver.js"
 import {
   attempt,
@@ -454,7 +455,10 @@ export const make = (
     name: "sandbox",
     isolates: true,
     toolsPath: options.agentsDir === undefined ? undefined : toolsMount,
-    create: (spec) => attempt("create", () => ensureDisk(paths(spec.id))),
+    create: (spec) => {
+      const refused = unknownImage(spec)
+      return refused !== undefined ? Effect.fail(refused) : attempt("create", () => ensureDisk(paths(spec.id)))
+    },
     start: (spec) =>
       Effect.gen(function*() {
         const current = yield* attempt("start", () => running(spec.id))
@@ -463,11 +467,8 @@ export const make = (
           yield* setNetwork(spec.id, current, spec.internetAccess)
           return { bootId: current.bootId }
         }
-        if (spec.image !== "default") {
-          return yield* new DriverError({
-            message: `image ${spec.image}: only "default" (the host's /usr) is supported`
-          })
-        }
+        const refused = unknownImage(spec)
+        if (refused !== undefined) return yield* refused
         const machine = paths(spec.id)
         if (!NodeFs.existsSync(machine.disk)) {
           return yield* new DriverError({ message: `machine ${spec.id} has no disk` })
