@@ -18,21 +18,8 @@ const setup = Effect.gen(function*() {
   const owner = yield* server.bootstrap("door@example.com")
   const http = client(server.url, { key: owner.api_key })
   const svc = yield* makeClient({ baseUrl: server.url, apiKey: owner.api_key })
-  const created = yield* svc.machines.create({
-    headers: {},
-    payload: {
-      name: "box",
-      size: "small",
-      image: "default",
-      environment_id: null,
-      internet_access: false,
-      auto_stop_seconds: null,
-      idle_sleep_seconds: null,
-      setup_script: null,
-      template: null,
-      start: true
-    }
-  })
+  // The server fills in every other field's default.
+  const created = yield* svc.machines.create({ payload: { name: "box", size: "small", internet_access: false } })
   yield* settled(http, created.operation_id)
   const id = created.machine_id
   /** What the machine has been asked so far: every accepted request records an operation. */

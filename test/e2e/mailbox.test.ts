@@ -27,21 +27,8 @@ const setup = Effect.gen(function*() {
   }))
   const owner = yield* server.bootstrap("owner@example.com")
   const svc = yield* makeClient({ baseUrl: server.url, apiKey: owner.api_key })
-  const created = yield* svc.machines.create({
-    headers: {},
-    payload: {
-      name: "box",
-      size: "small",
-      image: "default",
-      environment_id: null,
-      internet_access: false,
-      auto_stop_seconds: null,
-      idle_sleep_seconds: null,
-      setup_script: null,
-      template: null,
-      start: true
-    }
-  })
+  // The server fills in every other field's default.
+  const created = yield* svc.machines.create({ payload: { name: "box", size: "small", internet_access: false } })
   const status = (operationId: string) => Effect.map(svc.operations.get({ path: { id: operationId } }), (op) => op)
   const until = (operationId: string, done: (status: string) => boolean) =>
     eventually(Effect.orDie(Effect.map(status(operationId), (op) => done(op.status) ? op : undefined)))
@@ -85,7 +72,7 @@ describe("no operation holds a mailbox", () => {
   it.scopedLive("a machine of an image no host has fails image_not_found at once instead of being retried", () =>
     Effect.gen(function*() {
       const { svc, until } = yield* setup
-      const made = yield* svc.machines.create({ headers: {}, payload: { name: "no-image", image: "nope" } })
+      const made = yield* svc.machines.create({ payload: { name: "no-image", image: "nope" } })
       const failed = yield* until(made.operation_id, (s) => s !== "pending" && s !== "running")
       assert.strictEqual(failed.status, "failed")
       assert.strictEqual(failed.error_code, "image_not_found")
