@@ -7,7 +7,7 @@
  */
 import { SqlClient } from "@effect/sql"
 import { assert, describe, it } from "@effect/vitest"
-import { Context, Effect, Either, Option, Redacted } from "effect"
+import { Context, Effect, Option, Redacted } from "effect"
 import * as NodeCrypto from "node:crypto"
 import * as NodeFs from "node:fs"
 import { Environments } from "../../src/environments/Environments.js"
@@ -15,7 +15,7 @@ import { AppConfig } from "../../src/kernel/config/AppConfig.js"
 import { Machines, type NewMachine } from "../../src/machines/Machines.js"
 import { Operations } from "../../src/operations/Operations.js"
 import { MachineEnvironments } from "../../src/runtime/MachineEnvironments.js"
-import { owner, services, until } from "../support/Services.js"
+import { failureTag, owner, services, until } from "../support/Services.js"
 
 const secretKeys = { kind: "given" as const, keys: [Redacted.make(NodeCrypto.randomBytes(32))] }
 
@@ -31,9 +31,6 @@ const settings = (name: string, environmentId: string | null): NewMachine => ({
   template: null,
   start: false
 })
-
-const failureTag = <A, E extends { readonly _tag: string }, R>(effect: Effect.Effect<A, E, R>) =>
-  Effect.map(Effect.either(effect), Either.match({ onLeft: (error) => error._tag, onRight: () => "succeeded" }))
 
 /** Waits (real time: the actors run on the host) until the operation has succeeded. */
 const succeeded = (context: Context.Context<Operations>, organizationId: string, operationId: string) =>

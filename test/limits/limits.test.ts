@@ -9,23 +9,10 @@ import { assert, describe, it } from "@effect/vitest"
 import { Context, Effect, Either, TestClock } from "effect"
 import { defaultLimits } from "../../src/kernel/config/AppConfig.js"
 import { Limits } from "../../src/limits/Limits.js"
-import { Machines, type NewMachine } from "../../src/machines/Machines.js"
-import { owner, services } from "../support/Services.js"
+import { Machines } from "../../src/machines/Machines.js"
+import { newMachine, owner, services } from "../support/Services.js"
 
 const hour = 3_600_000
-
-const settings = (name: string, start: boolean): NewMachine => ({
-  name,
-  size: "small",
-  image: "default",
-  environment_id: null,
-  internet_access: false,
-  auto_stop_seconds: null,
-  idle_sleep_seconds: null,
-  setup_script: null,
-  template: null,
-  start
-})
 
 const failure = <A, E extends { readonly _tag: string; readonly detail?: string | undefined }, R>(
   effect: Effect.Effect<A, E, R>
@@ -55,18 +42,18 @@ describe("limits", () => {
         concurrent_machines: { limit: 2, used: 0 },
         starts: [{ window: "hour", limit: 100, used: 0 }]
       })
-      const first = yield* machines.create(alice, settings("first", true))
-      yield* machines.create(alice, settings("idle", false)) // no boot, no slot
+      const first = yield* machines.create(alice, newMachine("first", true))
+      yield* machines.create(alice, newMachine("idle", false)) // no boot, no slot
       const one = yield* limits.view(alice.organizationId)
       assert.deepStrictEqual(one.concurrent_machines, { limit: 2, used: 1 })
       assert.deepStrictEqual(one.starts, [{ window: "hour", limit: 100, used: 1 }])
       assert.strictEqual(one.status, "ok")
 
-      yield* machines.create(alice, settings("second", true))
+      yield* machines.create(alice, newMachine("second", true))
       const full = yield* limits.view(alice.organizationId)
       assert.deepStrictEqual(full.concurrent_machines, { limit: 2, used: 2 })
       assert.strictEqual(full.status, "at_limit")
-      assert.include(yield* failure(machines.create(alice, settings("third", true))), "limit_exceeded")
+      assert.include(yield* failure(machines.create(alice, newMachine("third", true))), "limit_exceeded")
       // Another organization counts its own.
       assert.strictEqual((yield* limits.view(bob.organizationId)).status, "ok")
       assert.strictEqual((yield* limits.view(bob.organizationId)).concurrent_machines.used, 0)
@@ -86,14 +73,14 @@ describe("limits", () => {
       const machines = Context.get(context, Machines)
       const alice = yield* owner(context, "alice@example.com")
 
-      const a = yield* machines.create(alice, settings("a", true)) // boot 1
+      const a = yield* machines.create(alice, newMachine("a", true)) // boot 1
       // Starting a machine projected to run boots nothing and costs no start.
       yield* machines.change(alice, a.machine_id, "start", {})
       assert.strictEqual((yield* limits.view(alice.organizationId)).starts[0]!.used, 1)
       yield* TestClock.adjust("10 minutes")
       // A restart of a running machine is a boot, though it takes no new slot.
       yield* machines.change(alice, a.machine_id, "restart", {}) // boot 2, at 10 minutes
-      const b = yield* machines.create(alice, settings("b", false))
+      const b = yield* machines.create(alice, newMachine("b", false))
       yield* TestClock.adjust("10 minutes")
       yield* machines.change(alice, b.machine_id, "start", {}) // boot 3, at 20 minutes
       const full = yield* limits.view(alice.organizationId)
@@ -101,10 +88,10 @@ describe("limits", () => {
       assert.strictEqual(full.concurrent_machines.used, 2)
       assert.strictEqual(full.status, "at_limit")
 
-      assert.include(yield* failure(machines.create(alice, settings("c", true))), "limit_exceeded")
+      assert.include(yield* failure(machines.create(alice, newMachine("c", true))), "limit_exceeded")
       assert.include(yield* failure(machines.change(alice, a.machine_id, "restart", {})), "per hour")
       // A machine that does not boot is still accepted.
-      const c = yield* machines.create(alice, settings("c", false))
+      const c = yield* machines.create(alice, newMachine("c", false))
 
       // One millisecond before the first boot is an hour old, it still counts.
       yield* TestClock.adjust(hour - 20 * 60_000 - 1)
@@ -133,13 +120,13 @@ describe("limits", () => {
       yield* sql`UPDATE memberships SET max_running_machines = 1
         WHERE organization_id = ${alice.organizationId} AND user_id = ${alice.userId}`
 
-      yield* machines.create(bob, settings("bobs", true))
-      const mine = yield* machines.create(alice, settings("mine", true))
-      assert.include(yield* failure(machines.create(alice, settings("second", true))), "Your membership may run 1")
-      const idle = yield* machines.create(alice, settings("idle", false))
+      yield* machines.create(bob, newMachine("bobs", true))
+      const mine = yield* machines.create(alice, newMachine("mine", true))
+      assert.include(yield* failure(machines.create(alice, newMachine("second", true))), "Your membership may run 1")
+      const idle = yield* machines.create(alice, newMachine("idle", false))
       assert.include(yield* failure(machines.change(alice, idle.machine_id, "start", {})), "limit_exceeded")
       // Bob is not capped by Alice's cap, and the organization's view knows no member caps.
-      assert.strictEqual(yield* failure(machines.create(bob, settings("bobs-2", true))), "succeeded")
+      assert.strictEqual(yield* failure(machines.create(bob, newMachine("bobs-2", true))), "succeeded")
       assert.strictEqual((yield* limits.view(alice.organizationId)).status, "ok")
       // Her own machine already projected to run takes no new slot: its restart is accepted.
       assert.strictEqual(yield* failure(machines.change(alice, mine.machine_id, "restart", {})), "succeeded")

@@ -4,27 +4,11 @@
  * the accept's transaction, before anything is recorded.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Context, Effect, Either } from "effect"
+import { Context, Effect } from "effect"
 import { defaultLimits } from "../../src/kernel/config/AppConfig.js"
-import { Machines, type NewMachine } from "../../src/machines/Machines.js"
+import { Machines } from "../../src/machines/Machines.js"
 import { Operations } from "../../src/operations/Operations.js"
-import { owner, services } from "../support/Services.js"
-
-const settings = (name: string, start = false): NewMachine => ({
-  name,
-  size: "small",
-  image: "default",
-  environment_id: null,
-  internet_access: false,
-  auto_stop_seconds: null,
-  idle_sleep_seconds: null,
-  setup_script: null,
-  template: null,
-  start
-})
-
-const failureTag = <A, E extends { readonly _tag: string }, R>(effect: Effect.Effect<A, E, R>) =>
-  Effect.map(Effect.either(effect), Either.match({ onLeft: (error) => error._tag, onRight: () => "succeeded" }))
+import { failureTag, newMachine, owner, services } from "../support/Services.js"
 
 describe("machines: accepting changes", () => {
   it.scoped("a live name is taken once per organization; another organization may use it", () =>
@@ -33,9 +17,9 @@ describe("machines: accepting changes", () => {
       const machines = Context.get(context, Machines)
       const alice = yield* owner(context, "alice@example.com")
       const bob = yield* owner(context, "bob@example.com")
-      yield* machines.create(alice, settings("web"))
-      assert.strictEqual(yield* failureTag(machines.create(alice, settings("web"))), "name_taken")
-      assert.strictEqual(yield* failureTag(machines.create(bob, settings("web"))), "succeeded")
+      yield* machines.create(alice, newMachine("web"))
+      assert.strictEqual(yield* failureTag(machines.create(alice, newMachine("web"))), "name_taken")
+      assert.strictEqual(yield* failureTag(machines.create(bob, newMachine("web"))), "succeeded")
     }))
 
   it.scoped("the same Idempotency-Key answers the first operation; with another body it conflicts", () =>
@@ -43,10 +27,10 @@ describe("machines: accepting changes", () => {
       const context = yield* services()
       const machines = Context.get(context, Machines)
       const alice = { ...(yield* owner(context, "alice@example.com")), idempotencyKey: "k1" }
-      const first = yield* machines.create(alice, settings("one"))
-      const again = yield* machines.create(alice, settings("one"))
+      const first = yield* machines.create(alice, newMachine("one"))
+      const again = yield* machines.create(alice, newMachine("one"))
       assert.deepStrictEqual(again, first)
-      assert.strictEqual(yield* failureTag(machines.create(alice, settings("two"))), "idempotency_conflict")
+      assert.strictEqual(yield* failureTag(machines.create(alice, newMachine("two"))), "idempotency_conflict")
     }))
 
   it.scoped("a change is checked against the state the machine will have: exec on a stopped machine is refused", () =>
@@ -54,7 +38,7 @@ describe("machines: accepting changes", () => {
       const context = yield* services()
       const machines = Context.get(context, Machines)
       const alice = yield* owner(context, "alice@example.com")
-      const made = yield* machines.create(alice, settings("idle", false))
+      const made = yield* machines.create(alice, newMachine("idle", false))
       assert.strictEqual(
         yield* failureTag(machines.change(alice, made.machine_id, "exec", { command: ["true"] })),
         "machine_not_running"
@@ -74,7 +58,7 @@ describe("machines: accepting changes", () => {
       const context = yield* services()
       const machines = Context.get(context, Machines)
       const alice = yield* owner(context, "alice@example.com")
-      const missing = { ...settings("env"), environment_id: "0190a0a0-0000-7000-8000-000000000000" }
+      const missing = { ...newMachine("env"), environment_id: "0190a0a0-0000-7000-8000-000000000000" }
       assert.strictEqual(yield* failureTag(machines.create(alice, missing)), "resource_not_found")
       assert.strictEqual((yield* machines.page(alice.organizationId, 10, null, null)).items.length, 0)
     }))
@@ -86,10 +70,10 @@ describe("machines: accepting changes", () => {
       })
       const machines = Context.get(context, Machines)
       const alice = yield* owner(context, "alice@example.com")
-      yield* machines.create(alice, settings("first", true))
-      assert.strictEqual(yield* failureTag(machines.create(alice, settings("second", true))), "limit_exceeded")
+      yield* machines.create(alice, newMachine("first", true))
+      assert.strictEqual(yield* failureTag(machines.create(alice, newMachine("second", true))), "limit_exceeded")
       // A machine that does not start takes no slot.
-      assert.strictEqual(yield* failureTag(machines.create(alice, settings("third", false))), "succeeded")
+      assert.strictEqual(yield* failureTag(machines.create(alice, newMachine("third", false))), "succeeded")
     }))
 
   it.scoped("machines and operations page with a cursor; another organization sees none of them", () =>
@@ -99,7 +83,7 @@ describe("machines: accepting changes", () => {
       const operations = Context.get(context, Operations)
       const alice = yield* owner(context, "alice@example.com")
       const bob = yield* owner(context, "bob@example.com")
-      const made = yield* Effect.forEach(["a", "b", "c"], (name) => machines.create(alice, settings(name)))
+      const made = yield* Effect.forEach(["a", "b", "c"], (name) => machines.create(alice, newMachine(name)))
       const first = yield* machines.page(alice.organizationId, 2, null, null)
       assert.deepStrictEqual(first.items.map((row) => row.name), ["a", "b"])
       const second = yield* machines.page(alice.organizationId, 2, first.next_cursor, null)

@@ -6,30 +6,14 @@
  * A snapshot is held `pending` by holding its machine's create in the driver.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Context, Deferred, Effect, Either } from "effect"
+import { Context, Deferred, Effect } from "effect"
 import type { AppConfigShape } from "../../src/kernel/config/AppConfig.js"
 import type { Requester } from "../../src/kernel/sql/Idempotency.js"
-import { Machines, type NewMachine } from "../../src/machines/Machines.js"
+import { Machines } from "../../src/machines/Machines.js"
 import { Operations } from "../../src/operations/Operations.js"
 import { Snapshots } from "../../src/snapshots/Snapshots.js"
 import type { SnapshotRow } from "../../src/snapshots/store/SnapshotsRepo.js"
-import { owner, services, until } from "../support/Services.js"
-
-const settings = (name: string): NewMachine => ({
-  name,
-  size: "small",
-  image: "default",
-  environment_id: null,
-  internet_access: false,
-  auto_stop_seconds: null,
-  idle_sleep_seconds: null,
-  setup_script: null,
-  template: null,
-  start: false
-})
-
-const failureTag = <A, E extends { readonly _tag: string }, R>(effect: Effect.Effect<A, E, R>) =>
-  Effect.map(Effect.either(effect), Either.match({ onLeft: (error) => error._tag, onRight: () => "succeeded" }))
+import { failureTag, newMachine, owner, services, until } from "../support/Services.js"
 
 /**
  * The services, with a driver whose machine creates wait while `hold` is set: a snapshot accepted
@@ -58,14 +42,14 @@ const setup = (overrides: Partial<AppConfigShape> = {}) =>
     /** A created, stopped machine. */
     const machine = (requester: Requester, name: string) =>
       Effect.gen(function*() {
-        const made = yield* machines.create(requester, settings(name))
+        const made = yield* machines.create(requester, newMachine(name))
         yield* succeeded(requester, made.operation_id)
         return made.machine_id
       })
     /** A machine whose create is held: what is accepted behind it stays pending. */
     const heldMachine = (requester: Requester, name: string) =>
       Effect.map(
-        Effect.sync(() => holding = true).pipe(Effect.zipRight(machines.create(requester, settings(name)))),
+        Effect.sync(() => holding = true).pipe(Effect.zipRight(machines.create(requester, newMachine(name)))),
         (made) => made.machine_id
       )
     const release = Effect.zipRight(Effect.sync(() => holding = false), Deferred.succeed(gate, undefined))

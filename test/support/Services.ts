@@ -3,13 +3,14 @@
  * data dir and the `process` driver (machines are host folders), built in the test's scope so its
  * Clock is the test's.
  */
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Either, Layer } from "effect"
 import { servicesWith } from "../../src/App.js"
 import * as Drivers from "../../src/drivers/Drivers.js"
 import { MachineDriver } from "../../src/drivers/MachineDriver.js"
 import { Accounts } from "../../src/identity/Accounts.js"
 import { AppConfig, type AppConfigShape } from "../../src/kernel/config/AppConfig.js"
 import type { Requester } from "../../src/kernel/sql/Idempotency.js"
+import type { NewMachine } from "../../src/machines/Machines.js"
 import { type DriverWrapper, tempDir, testConfig } from "./TestServer.js"
 
 export const services = (overrides: Partial<AppConfigShape> = {}, wrapDriver?: DriverWrapper) =>
@@ -45,3 +46,21 @@ export const owner = (context: Context.Context<any>, email: string) =>
     }
     return requester
   })
+
+/** A new machine's settings with the API's defaults, small and offline: what the service tests create. */
+export const newMachine = (name: string, start = false): NewMachine => ({
+  name,
+  size: "small",
+  image: "default",
+  environment_id: null,
+  internet_access: false,
+  auto_stop_seconds: null,
+  idle_sleep_seconds: null,
+  setup_script: null,
+  template: null,
+  start
+})
+
+/** The error code an effect fails with, or "succeeded". */
+export const failureTag = <A, E extends { readonly _tag: string }, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.map(Effect.either(effect), Either.match({ onLeft: (error) => error._tag, onRight: () => "succeeded" }))
