@@ -8,7 +8,7 @@
  * current boot, `stop` of a stopped one and `destroy` of a missing one succeed, and `create` of an
  * existing disk keeps it.
  */
-import { Context, Data, type Effect, type Queue } from "effect"
+import { Context, Data, Effect, type Queue } from "effect"
 import type * as NodeStream from "node:stream"
 import { MachineSize } from "../kernel/domain/MachineStates.js"
 
@@ -78,11 +78,16 @@ export const impossibleExec = (request: ExecRequest, machineId: string): DriverE
     : undefined
 
 /** A machine of an image no driver has can never be made: its create and start fail for good. */
-export const unknownImage = (spec: MachineSpec): DriverError | undefined =>
-  spec.image === "default" ? undefined : new DriverError({
-    message: `image ${spec.image}: only "default" (the host's /usr) is supported`,
-    permanent: "image_not_found"
-  })
+export const withKnownImage = <A, E, R>(
+  spec: MachineSpec,
+  action: Effect.Effect<A, E, R>
+): Effect.Effect<A, E | DriverError, R> =>
+  spec.image === "default" ? action : Effect.fail(
+    new DriverError({
+      message: `image ${spec.image}: only "default" (the host's /usr) is supported`,
+      permanent: "image_not_found"
+    })
+  )
 
 /** The machine is not running (or not there): the request cannot be carried out now. */
 export class NotRunning extends Data.TaggedError("NotRunning")<{ readonly machineId: string }> {}

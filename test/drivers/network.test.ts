@@ -8,15 +8,13 @@ import { assert, describe, it } from "@effect/vitest"
 import { Context, Effect, Layer, type Scope } from "effect"
 import * as NodeFs from "node:fs"
 import * as NodeHttp from "node:http"
-import type * as NodeNet from "node:net"
-import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
 import { procStat } from "../../src/drivers/HostProcess.js"
 import { MachineDriver, type MachineDriverShape } from "../../src/drivers/MachineDriver.js"
 import * as Cgroups from "../../src/drivers/sandbox/Cgroups.js"
 import * as Network from "../../src/drivers/sandbox/Network.js"
 import * as SandboxDriver from "../../src/drivers/sandbox/SandboxDriver.js"
-import { outsideHost } from "../support/OutsideHost.js"
+import { hostServer, outsideHost, ownAddresses } from "../support/OutsideHost.js"
 import { freshId, quiet, run, sh, specOf, tempDataDir, withMachine } from "./contract.js"
 
 const dir = tempDataDir("network", (dataDir) => quiet(SandboxDriver.layer({ dataDir })))
@@ -40,22 +38,6 @@ const probe = (driver: MachineDriverShape, id: string, host: string, port: numbe
       path
     ]),
     (ran) => ran.stdout
-  )
-
-/** An HTTP server of the test on the host (`host`: 127.0.0.1, or 0.0.0.0 for every address). */
-const hostServer = (host: string, body: string) =>
-  Effect.acquireRelease(
-    Effect.async<NodeHttp.Server>((resume) => {
-      const server = NodeHttp.createServer((_, response) => response.end(body))
-      server.listen(0, host, () => resume(Effect.succeed(server)))
-    }),
-    (server) => Effect.sync(() => server.close())
-  ).pipe(Effect.map((server) => (server.address() as NodeNet.AddressInfo).port))
-
-/** The host's own IPv4 addresses (loopback aside). */
-const ownAddresses = () =>
-  Object.values(NodeOs.networkInterfaces()).flatMap((entries) =>
-    (entries ?? []).filter((entry) => entry.family === "IPv4" && !entry.internal).map((entry) => entry.address)
   )
 
 /** A process that is gone, or dead and waiting for its parent to read its status. */

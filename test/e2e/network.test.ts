@@ -6,12 +6,9 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import * as NodeHttp from "node:http"
-import type * as NodeNet from "node:net"
-import * as NodeOs from "node:os"
 import { kill, serve, servedSandbox } from "../support/Binary.js"
 import { type Api, change, decode, runningMachine, settled, sh } from "../support/Machines.js"
-import { outsideHost } from "../support/OutsideHost.js"
+import { hostServer, outsideHost, ownAddresses } from "../support/OutsideHost.js"
 
 /** `GET /` to host:port from inside machine `id`: the body, or `unreachable: <why>`. */
 const probe = (api: Api, id: string, host: string, port: number) =>
@@ -22,21 +19,6 @@ const probe = (api: Api, id: string, host: string, port: number) =>
       `perl -MIO::Socket::INET -e 'my $s = IO::Socket::INET->new(PeerAddr => $ARGV[0], PeerPort => $ARGV[1], Timeout => 3) or do { print "unreachable: $@"; exit 0 }; print $s "GET / HTTP/1.0\\r\\n\\r\\n"; local $/; my $r = <$s>; print defined $r && $r =~ /\\r\\n\\r\\n(.*)$/s ? $1 : "unreachable: no answer"' ${host} ${port}`
     ),
     (operation) => decode(operation.exec_result.stdout_base64)
-  )
-
-/** An HTTP server of the test on the host, answering `body` (`host` 0.0.0.0: every address). */
-const hostServer = (host: string, body: string) =>
-  Effect.acquireRelease(
-    Effect.async<NodeHttp.Server>((resume) => {
-      const server = NodeHttp.createServer((_, response) => response.end(body))
-      server.listen(0, host, () => resume(Effect.succeed(server)))
-    }),
-    (server) => Effect.sync(() => server.close())
-  ).pipe(Effect.map((server) => (server.address() as NodeNet.AddressInfo).port))
-
-const ownAddresses = () =>
-  Object.values(NodeOs.networkInterfaces()).flatMap((entries) =>
-    (entries ?? []).filter((entry) => entry.family === "IPv4" && !entry.internal).map((entry) => entry.address)
   )
 
 const bootOf = (api: Api, id: string) => Effect.map(api("GET", `/v1/machines/${id}`), (reply) => reply.body.boot_id)

@@ -9,6 +9,8 @@
  */
 import { Effect } from "effect"
 import * as NodeChild from "node:child_process"
+import * as NodeHttp from "node:http"
+import type * as NodeNet from "node:net"
 import * as NodeOs from "node:os"
 
 export interface OutsideHost {
@@ -116,3 +118,19 @@ export const outsideHost = Effect.acquireRelease(
       NodeChild.spawnSync("ip", ["link", "del", `${namespace}h`])
     })
 )
+
+/** An HTTP server of the test on the host (`host`: 127.0.0.1, or 0.0.0.0 for every address). */
+export const hostServer = (host: string, body: string) =>
+  Effect.acquireRelease(
+    Effect.async<NodeHttp.Server>((resume) => {
+      const server = NodeHttp.createServer((_, response) => response.end(body))
+      server.listen(0, host, () => resume(Effect.succeed(server)))
+    }),
+    (server) => Effect.sync(() => server.close())
+  ).pipe(Effect.map((server) => (server.address() as NodeNet.AddressInfo).port))
+
+/** The host's own IPv4 addresses (loopback aside). */
+export const ownAddresses = () =>
+  Object.values(NodeOs.networkInterfaces()).flatMap((entries) =>
+    (entries ?? []).filter((entry) => entry.family === "IPv4" && !entry.internal).map((entry) => entry.address)
+  )

@@ -21,7 +21,7 @@ import {
   MachineDriver,
   type MachineDriverShape,
   NotRunning,
-  unknownImage
+  withKnownImage
 } from "../MachineDriver.js"
 import {
   attempt,
@@ -91,14 +91,11 @@ export const make = (
     isolates: false,
     // Host processes read the host's folder where it is.
     toolsPath: options.agentsDir,
-    create: (spec) => {
-      const refused = unknownImage(spec)
-      return refused !== undefined ? Effect.fail(refused) : attempt("create", () => ensureDisk(paths(spec.id)))
-    },
+    create: (spec) => withKnownImage(spec, attempt("create", () => ensureDisk(paths(spec.id)))),
     start: (spec) =>
-      unknownImage(spec) !== undefined
-        ? Effect.fail(unknownImage(spec)!)
-        : attempt("start", () => {
+      withKnownImage(
+        spec,
+        attempt("start", () => {
           const current = running(spec.id)
           if (current !== undefined) return { bootId: current.bootId }
           if (!NodeFs.existsSync(paths(spec.id).disk)) throw new Error(`machine ${spec.id} has no disk`)
@@ -106,7 +103,8 @@ export const make = (
           const record: RunRecord = { bootId: NodeCrypto.randomUUID(), hostBootId: hostBootId(), env: spec.env }
           writeAtomic(paths(spec.id).run, JSON.stringify(record))
           return { bootId: record.bootId }
-        }),
+        })
+      ),
     stop,
     destroy: destroyWith(options.dataDir, stop),
     observe: observeWith(options.dataDir, running),

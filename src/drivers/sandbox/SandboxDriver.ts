@@ -44,7 +44,7 @@ import {
   type MachineSpec,
   NotRunning,
   type OutputStream,
-  unknownImage
+  withKnownImage
 } from "../MachineDriver.js"
 import {
   attempt,
@@ -455,10 +455,7 @@ export const make = (
     name: "sandbox",
     isolates: true,
     toolsPath: options.agentsDir === undefined ? undefined : toolsMount,
-    create: (spec) => {
-      const refused = unknownImage(spec)
-      return refused !== undefined ? Effect.fail(refused) : attempt("create", () => ensureDisk(paths(spec.id)))
-    },
+    create: (spec) => withKnownImage(spec, attempt("create", () => ensureDisk(paths(spec.id)))),
     start: (spec) =>
       Effect.gen(function*() {
         const current = yield* attempt("start", () => running(spec.id))
@@ -467,8 +464,7 @@ export const make = (
           yield* setNetwork(spec.id, current, spec.internetAccess)
           return { bootId: current.bootId }
         }
-        const refused = unknownImage(spec)
-        if (refused !== undefined) return yield* refused
+        yield* withKnownImage(spec, Effect.void)
         const machine = paths(spec.id)
         if (!NodeFs.existsSync(machine.disk)) {
           return yield* new DriverError({ message: `machine ${spec.id} has no disk` })
