@@ -10,12 +10,14 @@ import type { MachineDriver } from "./drivers/MachineDriver.js"
 import { EnvironmentsLive, MachineEnvironmentsLive } from "./environments/Live.js"
 import { HttpLive, RoutesLive } from "./Http.js"
 import { IdentityLive as IdentityAreaLive } from "./identity/Live.js"
+import { AccessRevocations } from "./kernel/AccessRevocations.js"
 import type { AppConfig } from "./kernel/config/AppConfig.js"
 import { SecretBox } from "./kernel/crypto/SecretBox.js"
 import { Entitlements } from "./kernel/Entitlements.js"
 import { DomainEvents } from "./kernel/events/DomainEvents.js"
 import { EventRecorders } from "./kernel/events/EventRecorders.js"
 import { RateLimiter } from "./kernel/http/RateLimiter.js"
+import { OpenInvitations } from "./kernel/Invitations.js"
 import * as Mail from "./kernel/mail/Mail.js"
 import * as Database from "./kernel/sql/Database.js"
 import * as DataDirLock from "./kernel/sql/DataDirLock.js"
@@ -46,7 +48,10 @@ const KernelLive = Layer.mergeAll(
   SecretBox.layer,
   Mail.layer,
   RateLimiter.layer,
-  Entitlements.fromConfig
+  Entitlements.fromConfig,
+  // Ports whose areas are still to come: nothing to revoke, no invitations.
+  AccessRevocations.none,
+  OpenInvitations.none
 ).pipe(Layer.provideMerge(Database.layer))
 
 /**

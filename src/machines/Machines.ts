@@ -14,7 +14,8 @@ import {
   MachineSize,
   makesMachine,
   type OperationKind,
-  projectedAfter
+  projectedAfter,
+  type StopReason
 } from "../kernel/domain/MachineStates.js"
 import { type DomainEvent, DomainEvents } from "../kernel/events/DomainEvents.js"
 import { EventRecorders } from "../kernel/events/EventRecorders.js"
@@ -166,7 +167,7 @@ const make = Effect.gen(function*() {
       }
     ).pipe(Effect.map(({ answer }) => answer))
 
-  return {
+  const service = {
     create: <E = never>(requester: Requester, body: NewMachine, origin?: Origin<E>) => {
       const fingerprint = origin?.fingerprint ?? sha256(`POST /v1/machines ${canonicalJson(body)}`)
       const kind = origin?.kind ?? "create"
@@ -304,6 +305,36 @@ const make = Effect.gen(function*() {
         yield* bus.publish({ _tag: "MachineSettingsChanged", machineId })
         return { ...found.value, ...patch, updated_at: now } as MachineRow
       })
+  }
+
+  return {
+    ...service,
+    /**
+     * Force-stops every machine of the organization that is or will be running, with `reason`
+     * (billing, suspension, abuse): what each had queued is cancelled, its execs and turns end. The
+     * key names the boot, so a repeat, or a restart of svc half-way, stops no boot twice.
+     * Answers how many stops were accepted.
+     */
+    stopAll: (organizationId: string, reason: StopReason) =>
+      Effect.flatMap(
+        machines.headedForRunning(organizationId),
+        (running) =>
+          Effect.reduce(running, 0, (stopped, machine) =>
+            service.change(
+              {
+                organizationId,
+                userId: machine.created_by,
+                idempotencyKey: `${reason}:${machine.id}:${machine.boot_id ?? "none"}`
+              },
+              machine.id,
+              "stop",
+              { force: true, stop_reason: reason }
+            ).pipe(
+              Effect.as(stopped + 1),
+              // Stopped or deleted meanwhile: nothing left to stop.
+              Effect.catchAll(() => Effect.succeed(stopped))
+            ))
+      )
   }
 })
 

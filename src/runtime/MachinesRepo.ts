@@ -65,6 +65,10 @@ const make = Effect.gen(function*() {
       Effect.map((rows) => rows.map((row) => row.id)),
       Effect.orDie
     ),
+    /** The organization's machines that are or will be running once their accepted operations have run. */
+    headedForRunning: (organizationId: string) =>
+      sql<MachineRow>`SELECT * FROM machines WHERE organization_id = ${organizationId}
+        AND projected_state = 'running' ORDER BY id`.pipe(Effect.orDie),
     countRunning: (organizationId: string) =>
       sql<{ n: number }>`SELECT COUNT(*) AS n FROM machines WHERE organization_id = ${organizationId}
         AND projected_state = 'running'`.pipe(Effect.map((rows) => Number(rows[0]?.n ?? 0)), Effect.orDie),
