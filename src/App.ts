@@ -11,6 +11,7 @@ import { EnvironmentsLive, MachineEnvironmentsLive } from "./environments/Live.j
 import { HttpLive, RoutesLive } from "./Http.js"
 import { IdentityLive as IdentityAreaLive } from "./identity/Live.js"
 import { AccessRevocations } from "./kernel/AccessRevocations.js"
+import { AuditLog } from "./kernel/AuditLog.js"
 import type { AppConfig } from "./kernel/config/AppConfig.js"
 import { SecretBox } from "./kernel/crypto/SecretBox.js"
 import { Entitlements } from "./kernel/Entitlements.js"
@@ -49,6 +50,7 @@ const KernelLive = Layer.mergeAll(
   Mail.layer,
   RateLimiter.layer,
   Entitlements.fromConfig,
+  AuditLog.layer,
   // Ports whose areas are still to come: nothing to revoke, no invitations.
   AccessRevocations.none,
   OpenInvitations.none

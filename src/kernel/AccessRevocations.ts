@@ -7,12 +7,12 @@ import { Context, Effect, Layer } from "effect"
 
 export interface Revoked {
   /** Unused terminal tickets made void. */
-  readonly terminal_tickets: number
-  /** Open terminal WebSockets closed. */
-  readonly terminals: number
+  readonly tickets_revoked: number
+  /** Open terminal WebSockets (channels) closed. */
+  readonly channels_revoked: number
 }
 
-export const nothingRevoked: Revoked = { terminal_tickets: 0, terminals: 0 }
+export const nothingRevoked: Revoked = { tickets_revoked: 0, channels_revoked: 0 }
 
 export interface AccessRevocationsShape {
   /** Ends what `userId` holds in the organization (they were removed from it). */
