@@ -20,12 +20,14 @@ import { EventRecorders } from "./kernel/events/EventRecorders.js"
 import { RateLimiter } from "./kernel/http/RateLimiter.js"
 import { OpenInvitations } from "./kernel/Invitations.js"
 import * as Mail from "./kernel/mail/Mail.js"
+import { Gauges } from "./kernel/metrics/Gauges.js"
 import * as Database from "./kernel/sql/Database.js"
 import * as DataDirLock from "./kernel/sql/DataDirLock.js"
 import { GroupCommit } from "./kernel/sql/GroupCommit.js"
 import { IdempotencyKeysRepo } from "./kernel/sql/IdempotencyKeysRepo.js"
 import { LimitsLive } from "./limits/Live.js"
 import { MachinesLive } from "./machines/Live.js"
+import { Metrics } from "./metrics/Metrics.js"
 import { OperationsLive } from "./operations/Live.js"
 import { OrganizationsLive } from "./organizations/Live.js"
 import { PortsLive } from "./ports/Live.js"
@@ -51,6 +53,7 @@ const KernelLive = Layer.mergeAll(
   RateLimiter.layer,
   Entitlements.fromConfig,
   AuditLog.layer,
+  Gauges.layer,
   // Ports whose areas are still to come: nothing to revoke, no invitations.
   AccessRevocations.none,
   OpenInvitations.none
@@ -93,7 +96,8 @@ const runtimeLive = <E, R>(driver: Layer.Layer<MachineDriver, E, R>) =>
   )
 
 /** The product areas on the runtime: each line may use the services of the lines below it. */
-const AreasLive = WebhooksLive.pipe(
+const AreasLive = Metrics.layer.pipe(
+  Layer.provideMerge(WebhooksLive),
   Layer.provideMerge(AgentsLive),
   Layer.provideMerge(SnapshotsLive),
   Layer.provideMerge(EnvironmentsLive),

@@ -27,6 +27,7 @@ import { edge, maxBodySizeLayer, ProblemsLive, routeIndex } from "./kernel/http/
 import { Durability } from "./kernel/sql/Durability.js"
 import { LimitsHandlers } from "./limits/Http.js"
 import { MachinesHandlers } from "./machines/Http.js"
+import { MetricsHandlers } from "./metrics/Http.js"
 import { OperationsHandlers } from "./operations/Http.js"
 import { MembersHandlers } from "./organizations/Http.js"
 import { makePortProxy, withPortProxy } from "./ports/Proxy.js"
@@ -44,7 +45,8 @@ export const ApiLive = HttpApiBuilder.api(Api).pipe(
     EnvironmentsHandlers,
     SnapshotsHandlers,
     AgentsHandlers,
-    WebhooksHandlers
+    WebhooksHandlers,
+    MetricsHandlers
   ]),
   Layer.provide(AuthorizationLive(Api))
 )

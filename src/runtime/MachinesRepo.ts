@@ -69,6 +69,10 @@ const make = Effect.gen(function*() {
     headedForRunning: (organizationId: string) =>
       sql<MachineRow>`SELECT * FROM machines WHERE organization_id = ${organizationId}
         AND projected_state = 'running' ORDER BY id`.pipe(Effect.orDie),
+    /** How many machines are in each state (for /metrics). */
+    countsByState: sql<{ state: string; n: number }>`SELECT state, COUNT(*) AS n FROM machines GROUP BY state`.pipe(
+      Effect.orDie
+    ),
     countRunning: (organizationId: string) =>
       sql<{ n: number }>`SELECT COUNT(*) AS n FROM machines WHERE organization_id = ${organizationId}
         AND projected_state = 'running'`.pipe(Effect.map((rows) => Number(rows[0]?.n ?? 0)), Effect.orDie),

@@ -100,6 +100,15 @@ const make = Effect.gen(function*() {
       sql<OperationRow>`SELECT * FROM operations WHERE machine_id = ${machineId}
         ${options.before === null ? sql`` : sql`AND seq < ${options.before}`}
         ORDER BY seq DESC LIMIT ${options.limit}`.pipe(Effect.orDie),
+    /** How many operations of each kind are in each status (for /metrics). */
+    countsByKindAndStatus: sql<{ kind: string; status: string; n: number }>`SELECT kind, status, COUNT(*) AS n
+      FROM operations GROUP BY kind, status`.pipe(Effect.orDie),
+    /** Open operations per machine with any (the mailboxes' depths, for /metrics). */
+    openPerMachine: sql<{ n: number }>`SELECT COUNT(*) AS n FROM operations
+      WHERE status IN ('pending', 'running', 'uncertain') GROUP BY machine_id`.pipe(
+      Effect.map((rows) => rows.map((row) => Number(row.n))),
+      Effect.orDie
+    ),
     /** Machines with work left, for recovery at start. */
     machinesWithOpenWork: sql<{ machine_id: string }>`SELECT DISTINCT machine_id FROM operations
       WHERE status IN ('pending', 'running', 'uncertain')`.pipe(

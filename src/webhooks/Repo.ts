@@ -58,6 +58,11 @@ export type AttemptPatch = Pick<
 const make = Effect.gen(function*() {
   const db = yield* Prepared
   return {
+    /** Deliveries not yet succeeded or given up (for /metrics). */
+    pendingCount: Effect.map(
+      db.all<{ n: number }>("SELECT COUNT(*) AS n FROM webhook_deliveries WHERE status = 'pending'"),
+      (rows) => Number(rows[0]?.n ?? 0)
+    ),
     insert: (row: WebhookRow) => db.insert("webhooks", row),
     find: (organizationId: string, id: string): Effect.Effect<Option.Option<WebhookRow>> =>
       db.first<WebhookRow>("SELECT * FROM webhooks WHERE id = ? AND organization_id = ?", id, organizationId),

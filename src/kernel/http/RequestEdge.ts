@@ -15,8 +15,9 @@ import {
 } from "@effect/platform"
 import type { HttpApiEndpoint } from "@effect/platform"
 import { NodeHttpServerRequest } from "@effect/platform-node"
-import { Clock, Effect, Exit, FiberRef, HashMap, Layer, LogLevel, Option, Stream } from "effect"
+import { Clock, Effect, Exit, FiberRef, HashMap, Layer, LogLevel, Metric, Option, Stream } from "effect"
 import { AppConfig } from "../config/AppConfig.js"
+import { acceptSeconds } from "../metrics/Metrics.js"
 import type { DurabilityShape } from "../sql/Durability.js"
 import { bodyTooLarge, fromCause, maxJsonDepth, NestedTooDeeply } from "./Problems.js"
 
@@ -174,10 +175,19 @@ const accessLine =
     Effect.flatMap(Clock.currentTimeNanos, (now) => {
       const status = Exit.isSuccess(exit) ? exit.value.status : Exit.isInterrupted(exit) ? 499 : 500
       const durationMs = Math.round(Number(now - startedNanos) / 1e4) / 100
-      return Effect.logInfo(`${method} ${route} ${status} ${durationMs}ms`).pipe(
+      const line = Effect.logInfo(`${method} ${route} ${status} ${durationMs}ms`).pipe(
         Effect.annotateLogs({ access: true, method, route, status, duration_ms: durationMs })
       )
+      return status === 202
+        ? Effect.zipRight(Metric.update(acceptSeconds, Number(now - startedNanos) / 1e9), line)
+        : line
     })
+
+/** Without access lines: an accepted change's time still reaches the accept histogram. */
+const timeAccept = (startedNanos: bigint) => <E>(exit: Exit.Exit<HttpServerResponse.HttpServerResponse, E>) =>
+  Exit.isSuccess(exit) && exit.value.status === 202
+    ? Effect.flatMap(Clock.currentTimeNanos, (now) => Metric.update(acceptSeconds, Number(now - startedNanos) / 1e9))
+    : Effect.void
 
 /**
  * Wraps the whole server: assigns the correlation id, refuses bodies over the limit up front,
@@ -211,7 +221,12 @@ export const edge =
       const tagged = level === undefined
         ? tagFiber(correlationId)
         : Effect.zipRight(FiberRef.set(FiberRef.currentMinimumLogLevel, level), tagFiber(correlationId))
-      if (quiet) return Effect.zipRight(tagged, serve)
+      if (quiet) {
+        return Effect.flatMap(
+          Effect.zipRight(tagged, Clock.currentTimeNanos),
+          (started) => Effect.onExit(serve, timeAccept(started))
+        )
+      }
       const path = request.url.split("?", 1)[0]!
       const route = options.routeOf?.(request.method, path) ?? path
       return Effect.flatMap(

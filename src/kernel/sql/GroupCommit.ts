@@ -14,6 +14,7 @@
  */
 import { SqlClient } from "@effect/sql"
 import { Context, Deferred, Effect, Exit, FiberId, FiberRef, Layer } from "effect"
+import { commitBatchJobs } from "../metrics/Metrics.js"
 import { Durability, LastCommit } from "./Durability.js"
 import { Prepared } from "./Sqlite.js"
 
@@ -108,6 +109,7 @@ export class GroupCommit extends Context.Tag("svc/persistence/GroupCommit")<Grou
 
       const commitBatch = (jobs: ReadonlyArray<Job>) =>
         Effect.gen(function*() {
+          commitBatchJobs.unsafeUpdate(jobs.length, [])
           const exits = yield* runBatch(jobs)
           // The commit's number, recorded by the connection in this fiber: what its jobs wait to be flushed.
           const seq = yield* FiberRef.get(LastCommit)

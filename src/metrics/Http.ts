@@ -1,0 +1,10 @@
+import { HttpApiBuilder } from "@effect/platform"
+import { Effect } from "effect"
+import { Api } from "../Api.js"
+import { Metrics } from "./Metrics.js"
+
+export const MetricsHandlers = HttpApiBuilder.group(
+  Api,
+  "metrics",
+  (handlers) => Effect.map(Metrics, (metrics) => handlers.handle("get", () => metrics.scrape))
+)

@@ -1,0 +1,57 @@
+/**
+ * `/metrics`: Effect's metrics of this process and every registered gauge, read at the scrape.
+ * The engine's own gauges (machines, operations, mailboxes) are registered here, since the engine
+ * is kernel and has no area of its own.
+ */
+import { Context, Effect, Layer } from "effect"
+import { Gauges } from "../kernel/metrics/Gauges.js"
+import { render } from "../kernel/metrics/Prometheus.js"
+import { MachinesRepo } from "../runtime/MachinesRepo.js"
+import { OperationsRepo } from "../runtime/OperationsRepo.js"
+
+const make = Effect.gen(function*() {
+  const gauges = yield* Gauges
+  const machines = yield* MachinesRepo
+  const operations = yield* OperationsRepo
+
+  yield* gauges.register({
+    name: "svc_machines",
+    help: "Machines by state",
+    read: Effect.map(
+      machines.countsByState,
+      (rows) => rows.map((row) => ({ labels: { state: row.state }, value: Number(row.n) }))
+    )
+  })
+  yield* gauges.register({
+    name: "svc_operations",
+    help: "Operations kept, by kind and status",
+    read: Effect.map(
+      operations.countsByKindAndStatus,
+      (rows) => rows.map((row) => ({ labels: { kind: row.kind, status: row.status }, value: Number(row.n) }))
+    )
+  })
+  const depths = operations.openPerMachine
+  yield* gauges.register({
+    name: "svc_mailbox_depth_max",
+    help: "Open operations of the machine with the most (its actor's mailbox)",
+    read: Effect.map(depths, (counts) => [{ labels: {}, value: Math.max(0, ...counts) }])
+  })
+  yield* gauges.register({
+    name: "svc_mailbox_open_operations",
+    help: "Open operations over all machines' mailboxes",
+    read: Effect.map(depths, (counts) => [{ labels: {}, value: counts.reduce((a, b) => a + b, 0) }])
+  })
+
+  return {
+    /** The exposition text, every gauge read now. */
+    scrape: Effect.flatMap(gauges.all, (all) =>
+      Effect.map(
+        Effect.forEach(all, (gauge) => Effect.map(gauge.read, (readings) => [gauge, readings] as const)),
+        render
+      ))
+  }
+})
+
+export class Metrics extends Context.Tag("svc/metrics/Metrics")<Metrics, Effect.Effect.Success<typeof make>>() {
+  static readonly layer = Layer.effect(Metrics, make)
+}
