@@ -1,9 +1,11 @@
 import { Command, Options } from "@effect/cli"
-import { ConfigProvider, Console, Effect, Layer, Option, Schema } from "effect"
+import { Console, Effect, Layer, Option, Schema } from "effect"
 import { IdentityLive } from "../App.js"
 import { Accounts } from "../identity/Accounts.js"
 import { EmailAddress } from "../identity/Api.js"
 import * as AppConfig from "../kernel/config/AppConfig.js"
+import { backupCommands } from "./Backup.js"
+import { withDataDir } from "./DataDirOption.js"
 
 /**
  * `svc admin bootstrap`: works with or without a running server (SQLite's busy timeout lets both
@@ -24,21 +26,18 @@ const bootstrap = Command.make(
         process.exit(2)
       })
     }
-    const overrides = new Map<string, string>()
-    Option.map(dataDir, (dir) => overrides.set("SVC_DATA_DIR", dir))
-    const provider = ConfigProvider.fromMap(overrides).pipe(ConfigProvider.orElse(() => ConfigProvider.fromEnv()))
     return Effect.gen(function*() {
       const accounts = yield* Accounts
       const result = yield* accounts.bootstrap(email, Option.getOrUndefined(org))
       yield* Console.log(JSON.stringify(result))
     }).pipe(
       Effect.provide(IdentityLive.pipe(Layer.provide(AppConfig.layer))),
-      Effect.withConfigProvider(provider)
+      withDataDir(dataDir)
     )
   }
 ).pipe(Command.withDescription("Create (or find) a user and their organization and mint a full_access API key"))
 
 export const admin = Command.make("admin").pipe(
   Command.withDescription("Operator commands that act on the data directory"),
-  Command.withSubcommands([bootstrap])
+  Command.withSubcommands([bootstrap, ...backupCommands])
 )

@@ -1,0 +1,30 @@
+/**
+ * A consistent copy of the database while svc may be running: SQLite's online backup API through
+ * its own read-only connection, so the server's writes go on and the copy is one transaction's view.
+ */
+import Sqlite from "better-sqlite3"
+import * as NodeFs from "node:fs"
+
+/** Copies `databaseFile` to `target` (replaced if present); answers the snapshot ids it holds that are ready. */
+export const backupDatabase = async (databaseFile: string, target: string) => {
+  if (!NodeFs.existsSync(databaseFile)) throw new Error(`no database at ${databaseFile}`)
+  NodeFs.rmSync(target, { force: true })
+  const source = new Sqlite(databaseFile, { readonly: true, fileMustExist: true })
+  try {
+    await source.backup(target)
+  } finally {
+    source.close()
+  }
+  const copy = new Sqlite(target)
+  try {
+    // One self-contained file: the copy keeps the source's WAL mode, which would add -wal and -shm files.
+    copy.pragma("journal_mode = DELETE")
+    const version = copy.prepare("SELECT MAX(migration_id) AS v FROM effect_sql_migrations").get() as { v: number }
+    const ids = (copy.prepare("SELECT id FROM snapshots WHERE status = 'ready' ORDER BY id").all() as Array<
+      { id: string }
+    >).map((row) => row.id)
+    return { schemaVersion: version.v, snapshotIds: ids }
+  } finally {
+    copy.close()
+  }
+}
