@@ -10,6 +10,7 @@
 // exports, `svc` (the client, dist/index.js) and `svc/server`, for plain node.
 import { build } from "esbuild"
 import * as NodeChild from "node:child_process"
+import * as NodeCrypto from "node:crypto"
 import * as NodeFs from "node:fs"
 import { createRequire } from "node:module"
 import * as NodePath from "node:path"
@@ -68,7 +69,108 @@ await build({
 
 NodeFs.writeFileSync("dist/svc", launcher, { mode: 0o755 })
 
+if (process.argv.includes("--single")) await buildSingle()
+
 if (library) {
   const tsc = createRequire(import.meta.url).resolve("typescript/bin/tsc")
   NodeChild.execFileSync(process.execPath, [tsc, "-p", "tsconfig.build.json"], { stdio: "inherit" })
+}
+
+/**
+ * `--single`: dist/svc-linux-x64, one file that runs on a host without Node or node_modules: Node's
+ * single executable application (the node binary this build runs on, with the bundle injected by
+ * postject). Node 20 runs a CommonJS main there, so the bundle is built again as CommonJS; the
+ * migrations and the driver programs are embedded as text, and better-sqlite3's native addon as an
+ * asset, written once to a cache folder (named by its hash) and loaded with process.dlopen.
+ */
+async function buildSingle() {
+  const migrations = Object.fromEntries(
+    NodeFs.readdirSync("schema/migrations").filter((file) => file.endsWith(".sql")).map((file) => [
+      file,
+      NodeFs.readFileSync(NodePath.join("schema/migrations", file), "utf8")
+    ])
+  )
+  const addonPath = createRequire(import.meta.url).resolve("better-sqlite3/build/Release/better_sqlite3.node")
+  const addonHash = NodeCrypto.createHash("sha256").update(NodeFs.readFileSync(addonPath)).digest("hex").slice(0, 16)
+  // better-sqlite3 finds its addon through `bindings`; here that is the asset, loaded from the cache.
+  const addonFromAsset = {
+    name: "addon-from-asset",
+    setup(build) {
+      build.onResolve({ filter: /^bindings$/ }, () => ({ path: "bindings", namespace: "svc-addon" }))
+      // Optional modules probed in a try: undici's node:sqlite (Node 22), ws's and msgpackr's native helpers. The
+      // executable's require would print a warning at every run; the probes get the absence they handle.
+      build.onResolve({ filter: /^(node:sqlite|bufferutil|utf-8-validate|msgpackr-extract)$/ }, (args) => ({
+        path: args.path,
+        namespace: "svc-absent"
+      }))
+      build.onLoad({ filter: /.*/, namespace: "svc-absent" }, () => ({
+        loader: "js",
+        contents: "throw Object.assign(new Error('node:sqlite is absent'), { code: 'ERR_UNKNOWN_BUILTIN_MODULE' })"
+      }))
+      build.onLoad({ filter: /.*/, namespace: "svc-addon" }, () => ({
+        loader: "js",
+        contents: `
+          const fs = require("node:fs"), os = require("node:os"), path = require("node:path")
+          module.exports = (name) => {
+            const dir = path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir() || os.tmpdir(), ".cache"), "svc", "${addonHash}")
+            const file = path.join(dir, name)
+            if (!fs.existsSync(file)) {
+              fs.mkdirSync(dir, { recursive: true, mode: 0o700 })
+              const partial = file + "." + process.pid
+              fs.writeFileSync(partial, new Uint8Array(require("node:sea").getRawAsset(name)), { mode: 0o500 })
+              fs.renameSync(partial, file)
+            }
+            const module = { exports: {} }
+            process.dlopen(module, file)
+            return module.exports
+          }`
+      }))
+    }
+  }
+  NodeFs.mkdirSync("dist/single", { recursive: true })
+  await build({
+    entryPoints: ["src/cli/single.ts"],
+    outfile: "dist/single/svc.cjs",
+    bundle: true,
+    minify: true,
+    keepNames: false,
+    platform: "node",
+    format: "cjs",
+    target: "node20",
+    plugins: [addonFromAsset],
+    // The module's own URL, for the few places that use it (they find nothing beside the executable
+    // and fall back to what is embedded).
+    banner: { js: "const svcImportMetaUrl = require('node:url').pathToFileURL(__filename).href;" },
+    define: {
+      "import.meta.url": "svcImportMetaUrl",
+      SVC_EMBEDDED: JSON.stringify(embedded),
+      SVC_MIGRATIONS: JSON.stringify(migrations)
+    },
+    logLevel: "error"
+  })
+  const config = {
+    main: "dist/single/svc.cjs",
+    output: "dist/single/sea.blob",
+    disableExperimentalSEAWarning: true,
+    useCodeCache: true,
+    assets: { "better_sqlite3.node": addonPath }
+  }
+  NodeFs.writeFileSync("dist/single/sea-config.json", JSON.stringify(config))
+  NodeChild.execFileSync(process.execPath, ["--experimental-sea-config", "dist/single/sea-config.json"], {
+    stdio: "inherit"
+  })
+  const target = "dist/svc-linux-x64"
+  NodeFs.copyFileSync(process.execPath, target)
+  NodeFs.chmodSync(target, 0o755)
+  const postject = createRequire(import.meta.url).resolve("postject/dist/cli.js")
+  NodeChild.execFileSync(process.execPath, [
+    postject,
+    target,
+    "NODE_SEA_BLOB",
+    "dist/single/sea.blob",
+    "--sentinel-fuse",
+    "NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2"
+  ], { stdio: ["ignore", "ignore", "inherit"] })
+  const size = NodeFs.statSync(target).size
+  process.stderr.write(`${target}: ${(size / 1024 / 1024).toFixed(1)} MiB\n`)
 }

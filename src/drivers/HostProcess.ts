@@ -10,6 +10,12 @@ import * as NodeFs from "node:fs"
 import * as NodeOs from "node:os"
 import { DriverError, type OutputStream } from "./MachineDriver.js"
 
+/**
+ * The PATH for what svc runs on the host: the inherited one, else systemd's default (sbin included:
+ * nft and ip live there), so svc started with an empty environment still finds its tools.
+ */
+export const hostPath = process.env.PATH ?? "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
 // ---------------------------------------------------------------------------------------------
 // running one command
 

@@ -7,6 +7,7 @@
  */
 import * as NodeChild from "node:child_process"
 import * as NodeFs from "node:fs"
+import * as NodeModule from "node:module"
 import * as NodeNet from "node:net"
 import * as NodeStream from "node:stream"
 
@@ -74,6 +75,15 @@ export const servedBy = (port: number, pids: ReadonlyArray<number>) => {
   return false
 }
 
+/** Whether this process is svc's single executable (Node's `node:sea`; absent before Node 20.12). */
+const isSingleExecutable = (() => {
+  try {
+    return (NodeModule.createRequire(import.meta.url)("node:sea") as { isSea: () => boolean }).isSea()
+  } catch {
+    return false
+  }
+})()
+
 // Exits non-zero when the port refuses, so the caller sees the stream end without an answer.
 const relayScript = `const s = require("net").connect(Number(process.argv[1]), "127.0.0.1");
 s.on("error", () => process.exit(1));
@@ -85,11 +95,17 @@ s.pipe(process.stdout);`
  * too: the machine's network namespace belongs to it, and only its root may join.
  */
 export const connectThroughNamespace = (nsenter: string, pid: number, port: number): NodeStream.Duplex => {
-  const relay = NodeChild.spawn(
-    nsenter,
-    [`--target=${pid}`, "--user", "--net", "--", process.execPath, "-e", relayScript, String(port)],
-    { stdio: ["pipe", "pipe", "ignore"] }
-  )
+  // The single executable takes no `-e`: its entry (src/cli/single.ts) relays when told so by env.
+  const relay = isSingleExecutable
+    ? NodeChild.spawn(nsenter, [`--target=${pid}`, "--user", "--net", "--", process.execPath], {
+      stdio: ["pipe", "pipe", "ignore"],
+      env: { ...process.env, SVC_RELAY_PORT: String(port) }
+    })
+    : NodeChild.spawn(
+      nsenter,
+      [`--target=${pid}`, "--user", "--net", "--", process.execPath, "-e", relayScript, String(port)],
+      { stdio: ["pipe", "pipe", "ignore"] }
+    )
   const stream = NodeStream.Duplex.from({ readable: relay.stdout, writable: relay.stdin })
   relay.on("error", (error) => stream.destroy(error))
   // Ending the stream early (a client gone) must not leave the relay behind.

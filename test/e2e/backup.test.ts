@@ -8,11 +8,11 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
+import { pushed } from "../snapshots/support.js"
 import { destroyMachines, run, serve } from "../support/Binary.js"
 import { client } from "../support/Http.js"
 import { change, decode, runningMachine, settled, sh } from "../support/Machines.js"
 import { freePort, tempDir } from "../support/TestServer.js"
-import { pushed } from "../snapshots/support.js"
 
 const served = (dataDir: string) =>
   Effect.gen(function*() {

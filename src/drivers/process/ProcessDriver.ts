@@ -14,7 +14,7 @@ import * as NodeCrypto from "node:crypto"
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
 import { wrapOnce } from "../ExactlyOnce.js"
-import { hostBootId, killPid, pidsWithEnv, procStat, runCommand, waitFor } from "../HostProcess.js"
+import { hostBootId, hostPath, killPid, pidsWithEnv, procStat, runCommand, waitFor } from "../HostProcess.js"
 import {
   DriverError,
   impossibleExec,
@@ -121,7 +121,7 @@ export const make = (
         return runCommand(wrapOnce(request.argv, request.once), {
           cwd: NodePath.resolve(home, request.cwd ?? "."),
           env: {
-            PATH: process.env.PATH ?? "/usr/local/bin:/usr/bin:/bin",
+            PATH: hostPath,
             HOME: home,
             TMPDIR: NodePath.join(disk, "tmp"),
             ...record.env,

@@ -24,6 +24,7 @@ import type * as NodeStream from "node:stream"
 import { wrapOnce } from "../ExactlyOnce.js"
 import {
   hostBootId,
+  hostPath,
   innermostPid,
   isAlive,
   killPid,
@@ -95,7 +96,7 @@ const graceMs = 5_000
 
 /** An executable on PATH, as an absolute path. */
 const which = (name: string) => {
-  for (const dir of (process.env.PATH ?? "/usr/local/bin:/usr/bin:/bin").split(":")) {
+  for (const dir of hostPath.split(":")) {
     const path = NodePath.join(dir || ".", name)
     try {
       NodeFs.accessSync(path, NodeFs.constants.X_OK)

@@ -16,7 +16,7 @@ import * as NodeChild from "node:child_process"
 import * as NodeFs from "node:fs"
 import type * as NodeNet from "node:net"
 import * as NodePath from "node:path"
-import { childrenOf, takeReapedCpuSeconds } from "../HostProcess.js"
+import { childrenOf, hostPath, takeReapedCpuSeconds } from "../HostProcess.js"
 import * as Cgroups from "./Cgroups.js"
 import { spawnerScript } from "./SpawnerScript.js"
 
@@ -154,7 +154,7 @@ export const hostSpawner = (perl: string): Spawner => {
     const child = NodeChild.spawn(perl, ["-e", spawnerScript], {
       detached: true,
       stdio: ["pipe", "pipe", "inherit"],
-      env: { PATH: process.env.PATH ?? "/usr/bin:/bin" }
+      env: { PATH: hostPath }
     })
     const input = child.stdin as NodeNet.Socket
     const output = child.stdout as NodeNet.Socket

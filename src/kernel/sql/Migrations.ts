@@ -19,7 +19,15 @@ const findMigrations = (from: string): string => {
   return findMigrations(parent)
 }
 
-export const migrationsDir = findMigrations(NodePath.dirname(fileURLToPath(import.meta.url)))
+/** Defined by bin/build.mjs in the single executable only: each migration file's text by its name. */
+declare const SVC_MIGRATIONS: Readonly<Record<string, string>> | undefined
+
+/** The migration files by name: embedded in the single executable, else read from the folder. */
+const migrationFiles = (): ReadonlyArray<readonly [file: string, text: string]> => {
+  if (typeof SVC_MIGRATIONS !== "undefined") return Object.entries(SVC_MIGRATIONS)
+  const folder = findMigrations(NodePath.dirname(fileURLToPath(import.meta.url)))
+  return NodeFs.readdirSync(folder).map((file) => [file, NodeFs.readFileSync(NodePath.join(folder, file), "utf8")])
+}
 
 export const statementsOf = (text: string): ReadonlyArray<string> =>
   text
@@ -37,12 +45,11 @@ const migration = (text: string) =>
 
 /** `0001_identity.sql` becomes migration 1 named `identity`. */
 export const loader: Migrator.Loader = Effect.sync(() =>
-  NodeFs.readdirSync(migrationsDir)
-    .filter((file) => /^\d+_.+\.sql$/.test(file))
-    .sort()
-    .map((file) => {
+  migrationFiles()
+    .filter(([file]) => /^\d+_.+\.sql$/.test(file))
+    .sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0)
+    .map(([file, text]) => {
       const [, id, name] = /^(\d+)_(.+)\.sql$/.exec(file)!
-      const text = NodeFs.readFileSync(NodePath.join(migrationsDir, file), "utf8")
       return [Number(id), name!, Effect.succeed(migration(text))] as const
     })
 )

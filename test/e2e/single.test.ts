@@ -1,0 +1,62 @@
+/**
+ * The single executable (`npm run build:single`): copied alone into an empty folder and run with an
+ * empty environment (no PATH, no node, no node_modules beside it) on a fresh data dir, it
+ * bootstraps, serves, creates a sandboxed machine and runs a command in it.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import * as NodeChild from "node:child_process"
+import * as NodeFs from "node:fs"
+import * as NodePath from "node:path"
+import { destroyMachines } from "../support/Binary.js"
+import { client } from "../support/Http.js"
+import { decode, runningMachine, sh } from "../support/Machines.js"
+import { freePort, tempDir } from "../support/TestServer.js"
+
+/** Runs the executable with only `env` for environment; answers its exit code and output. */
+const runAlone = (file: string, args: ReadonlyArray<string>, env: Record<string, string>) =>
+  Effect.sync(() => NodeChild.spawnSync(file, args, { env, encoding: "utf8", timeout: 60_000 }))
+
+describe("the single executable", () => {
+  it.scopedLive("runs alone under env -i: bootstrap, serve, a machine, a command", () =>
+    Effect.gen(function*() {
+      NodeChild.execFileSync(process.execPath, ["bin/build.mjs", "--single"], { stdio: "ignore" })
+      const folder = yield* tempDir
+      const file = NodePath.join(folder, "svc")
+      NodeFs.copyFileSync("dist/svc-linux-x64", file)
+      NodeFs.chmodSync(file, 0o755)
+      assert.deepStrictEqual(NodeFs.readdirSync(folder), ["svc"])
+      const dataDir = NodePath.join(folder, "data")
+      yield* Effect.addFinalizer(() => destroyMachines(dataDir, "sandbox"))
+      const port = yield* freePort
+      const env = { HOME: folder, SVC_DATA_DIR: dataDir, SVC_PORT: String(port), SVC_RUNTIME: "sandbox" }
+
+      const version = yield* runAlone(file, ["--version"], env)
+      assert.strictEqual(version.status, 0, version.stderr)
+      assert.strictEqual(version.stderr, "", "no warning on a plain run")
+      const boot = yield* runAlone(file, ["admin", "bootstrap", "--email", "one@example.com"], env)
+      assert.strictEqual(boot.status, 0, boot.stderr)
+
+      const server = NodeChild.spawn(file, ["serve"], { env, stdio: ["ignore", "ignore", "pipe"] })
+      yield* Effect.addFinalizer(() =>
+        Effect.async<void>((resume) => {
+          if (server.exitCode !== null) return resume(Effect.void)
+          server.on("exit", () => resume(Effect.void))
+          server.kill("SIGTERM")
+        })
+      )
+      yield* Effect.async<void>((resume) => {
+        let stderr = ""
+        server.stderr!.on("data", (chunk) => {
+          stderr += chunk
+          if (stderr.includes("Listening on")) resume(Effect.void)
+        })
+        server.on("exit", (code) => resume(Effect.dieMessage(`serve exited ${code}: ${stderr}`)))
+      })
+      const api = client(`http://127.0.0.1:${port}`, { key: JSON.parse(boot.stdout).api_key })
+      const id = yield* runningMachine(api, "alone")
+      const ran = yield* sh(api, id, "echo from-the-single-file; test -e /proc/1")
+      assert.strictEqual(ran.exec_result.exit_code, 0)
+      assert.strictEqual(decode(ran.exec_result.stdout_base64), "from-the-single-file\n")
+    }), 300_000)
+})
