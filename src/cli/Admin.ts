@@ -6,6 +6,7 @@ import { EmailAddress } from "../identity/Api.js"
 import * as AppConfig from "../kernel/config/AppConfig.js"
 import { backupCommands } from "./Backup.js"
 import { withDataDir } from "./DataDirOption.js"
+import { installSystemd } from "./Systemd.js"
 
 /**
  * `svc admin bootstrap`: works with or without a running server (SQLite's busy timeout lets both
@@ -39,5 +40,5 @@ const bootstrap = Command.make(
 
 export const admin = Command.make("admin").pipe(
   Command.withDescription("Operator commands that act on the data directory"),
-  Command.withSubcommands([bootstrap, ...backupCommands])
+  Command.withSubcommands([bootstrap, ...backupCommands, installSystemd])
 )
