@@ -8,7 +8,7 @@ import { Effect } from "effect"
 import * as NodeChild from "node:child_process"
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
-import { destroyMachines } from "../support/Binary.js"
+import { destroyMachines, serve } from "../support/Binary.js"
 import { client } from "../support/Http.js"
 import { decode, runningMachine, sh } from "../support/Machines.js"
 import { freePort, tempDir } from "../support/TestServer.js"
@@ -37,22 +37,7 @@ describe("the single executable", () => {
       const boot = yield* runAlone(file, ["admin", "bootstrap", "--email", "one@example.com"], env)
       assert.strictEqual(boot.status, 0, boot.stderr)
 
-      const server = NodeChild.spawn(file, ["serve"], { env, stdio: ["ignore", "ignore", "pipe"] })
-      yield* Effect.addFinalizer(() =>
-        Effect.async<void>((resume) => {
-          if (server.exitCode !== null) return resume(Effect.void)
-          server.on("exit", () => resume(Effect.void))
-          server.kill("SIGTERM")
-        })
-      )
-      yield* Effect.async<void>((resume) => {
-        let stderr = ""
-        server.stderr!.on("data", (chunk) => {
-          stderr += chunk
-          if (stderr.includes("Listening on")) resume(Effect.void)
-        })
-        server.on("exit", (code) => resume(Effect.dieMessage(`serve exited ${code}: ${stderr}`)))
-      })
+      yield* serve(env, [file], { alone: true })
       const api = client(`http://127.0.0.1:${port}`, { key: JSON.parse(boot.stdout).api_key })
       const id = yield* runningMachine(api, "alone")
       const ran = yield* sh(api, id, "echo from-the-single-file; test -e /proc/1")

@@ -9,7 +9,7 @@ import { Effect } from "effect"
 import * as NodeChild from "node:child_process"
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
-import { run } from "../support/Binary.js"
+import { run, serve } from "../support/Binary.js"
 import { client } from "../support/Http.js"
 import { freePort, tempDir } from "../support/TestServer.js"
 
@@ -59,24 +59,8 @@ describe("install-systemd", () => {
       assert.include(NodeFs.readFileSync(environmentFile, "utf8"), "SVC_LOG_LEVEL=warning")
 
       // What systemd would start: ExecStart with the settings file's environment (and a PATH for node).
-      const service = NodeChild.spawn(bin, ["serve"], {
-        env: { PATH: process.env.PATH!, ...settings, SVC_RUNTIME: "process", SVC_LOG_LEVEL: "info" },
-        stdio: ["ignore", "ignore", "pipe"]
-      })
-      yield* Effect.addFinalizer(() =>
-        Effect.async<void>((resume) => {
-          if (service.exitCode !== null) return resume(Effect.void)
-          service.on("exit", () => resume(Effect.void))
-          service.kill("SIGTERM")
-        })
-      )
-      yield* Effect.async<void>((resume) => {
-        let stderr = ""
-        service.stderr!.on("data", (chunk) => {
-          stderr += chunk
-          if (stderr.includes("Listening on")) resume(Effect.void)
-        })
-        service.on("exit", (code) => resume(Effect.dieMessage(`exited ${code}: ${stderr}`)))
+      yield* serve({ PATH: process.env.PATH!, ...settings, SVC_RUNTIME: "process", SVC_LOG_LEVEL: "info" }, [bin], {
+        alone: true
       })
       const health = yield* client(`http://127.0.0.1:${port}`)("GET", "/v1/openapi.json")
       assert.strictEqual(health.status, 200)

@@ -51,10 +51,17 @@ const exited = (child: NodeChild.ChildProcess) => child.exitCode !== null || chi
  * `svc serve` in the background until the test's scope closes (or the test kills it); resolves
  * once it listens.
  */
-export const serve = (env: Record<string, string>, entry: Entry = sources) =>
+export const serve = (
+  env: Record<string, string>,
+  entry: Entry = sources,
+  options: { readonly alone?: boolean } = {}
+) =>
   Effect.acquireRelease(
     Effect.async<NodeChild.ChildProcess>((resume) => {
-      const child = NodeChild.spawn(entry[0], [...entry.slice(1), "serve"], { env: { ...process.env, ...env } })
+      // `alone`: with `env` only, as `env -i` or a service manager starts it.
+      const child = NodeChild.spawn(entry[0], [...entry.slice(1), "serve"], {
+        env: options.alone === true ? env : { ...process.env, ...env }
+      })
       let stderr = ""
       child.stderr.on("data", (chunk) => {
         stderr += chunk
