@@ -19,6 +19,26 @@ export class CommandFailed extends Schema.TaggedError<CommandFailed>()("CommandF
   exitCode: Schema.optionalWith(Schema.Int, { default: () => 1 })
 }) {}
 
+/**
+ * An error answer read without the typed client (a stream, the device grant's routes): its status
+ * and the problem body's code (or the RFC 8628 `error`).
+ */
+export class ApiProblem extends Schema.TaggedError<ApiProblem>()("ApiProblem", {
+  status: Schema.Int,
+  code: Schema.String,
+  detail: Schema.String
+}) {
+  static fromAnswer(status: number, body: unknown) {
+    const fields = (typeof body === "object" && body !== null ? body : {}) as Record<string, unknown>
+    const text = (value: unknown) => typeof value === "string" ? value : undefined
+    return new ApiProblem({
+      status,
+      code: text(fields.code) ?? text(fields.error) ?? `http_${status}`,
+      detail: text(fields.detail) ?? text(fields.error_description) ?? `the server answered ${status}`
+    })
+  }
+}
+
 export interface Ending {
   readonly exitCode: number
   /** Printed on stderr; empty when the error was printed already (@effect/cli's validation). */
@@ -35,6 +55,9 @@ export const endingOf = (error: unknown): Ending | undefined => {
   }
   if (error instanceof CommandFailed) {
     return { exitCode: error.exitCode, lines: error.message === "" ? [] : [`svc: ${error.message}`] }
+  }
+  if (error instanceof ApiProblem) {
+    return { exitCode: 1, lines: [`svc: error ${error.code} (${error.status}): ${error.detail}`] }
   }
   if (error instanceof WaitTimeout) {
     return { exitCode: 1, lines: [`svc: ${error.message} (the wait ended; the operation goes on)`] }

@@ -9,6 +9,7 @@ import { agents } from "./Agents.js"
 import { endingOf } from "./Failure.js"
 import { logFormat, loggerFor } from "./Logging.js"
 import { machines } from "./Machines.js"
+import { ops } from "./Operations.js"
 import { serve } from "./Serve.js"
 import { startRefusal } from "./StartRefusals.js"
 
@@ -16,7 +17,7 @@ const openapi = Command.make("openapi", {}, () => Console.log(JSON.stringify(Ope
   Command.withDescription("Print the OpenAPI document of the API")
 )
 
-const svc = Command.make("svc").pipe(Command.withSubcommands([serve, admin, agents, openapi, machines]))
+const svc = Command.make("svc").pipe(Command.withSubcommands([serve, admin, agents, openapi, machines, ops]))
 
 const run = Command.run(svc, { name: "svc", version: "0.1.0" })
 
