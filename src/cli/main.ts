@@ -7,6 +7,7 @@ import { Api } from "../Api.js"
 import { admin } from "./Admin.js"
 import { agents } from "./Agents.js"
 import { endingOf } from "./Failure.js"
+import { files } from "./Files.js"
 import { logFormat, loggerFor } from "./Logging.js"
 import { machines } from "./Machines.js"
 import { ops } from "./Operations.js"
@@ -17,7 +18,7 @@ const openapi = Command.make("openapi", {}, () => Console.log(JSON.stringify(Ope
   Command.withDescription("Print the OpenAPI document of the API")
 )
 
-const svc = Command.make("svc").pipe(Command.withSubcommands([serve, admin, agents, openapi, machines, ops]))
+const svc = Command.make("svc").pipe(Command.withSubcommands([serve, admin, agents, openapi, machines, ops, files]))
 
 const run = Command.run(svc, { name: "svc", version: "0.1.0" })
 
