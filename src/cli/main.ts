@@ -5,6 +5,7 @@ import { NodeContext, NodeRuntime } from "@effect/platform-node"
 import { Cause, Console, Effect, Exit, Logger, LogLevel, Option } from "effect"
 import { Api } from "../Api.js"
 import { admin } from "./Admin.js"
+import { agent } from "./Agent.js"
 import { agents } from "./Agents.js"
 import { endingOf } from "./Failure.js"
 import { files } from "./Files.js"
@@ -12,13 +13,17 @@ import { logFormat, loggerFor } from "./Logging.js"
 import { machines } from "./Machines.js"
 import { ops } from "./Operations.js"
 import { serve } from "./Serve.js"
+import { snapshots } from "./Snapshots.js"
 import { startRefusal } from "./StartRefusals.js"
+import { templates } from "./Templates.js"
 
 const openapi = Command.make("openapi", {}, () => Console.log(JSON.stringify(OpenApi.fromApi(Api), null, 2))).pipe(
   Command.withDescription("Print the OpenAPI document of the API")
 )
 
-const svc = Command.make("svc").pipe(Command.withSubcommands([serve, admin, agents, openapi, machines, ops, files]))
+const svc = Command.make("svc").pipe(
+  Command.withSubcommands([serve, admin, agents, openapi, machines, ops, files, agent, snapshots, templates])
+)
 
 const run = Command.run(svc, { name: "svc", version: "0.1.0" })
 
