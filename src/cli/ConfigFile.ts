@@ -1,6 +1,6 @@
 /**
  * The CLI's stored sign-in: `$XDG_CONFIG_HOME/svc/config.json` (default `~/.config/svc/config.json`)
- * holding `{url, api_key}`, readable by its owner only (mode 0600, folder 0700), since the key is a
+ * holding `{url, api_key, api_key_id}`, readable by its owner only (mode 0600, folder 0700), since the key is a
  * credential. Written to a temporary file first and renamed, so a crash never leaves half a file.
  */
 import { Effect, Schema } from "effect"
@@ -10,7 +10,9 @@ import * as NodePath from "node:path"
 
 export const StoredConfig = Schema.Struct({
   url: Schema.optional(Schema.String),
-  api_key: Schema.optional(Schema.String)
+  api_key: Schema.optional(Schema.String),
+  /** The key's id, so that `svc logout` can revoke it. */
+  api_key_id: Schema.optional(Schema.String)
 })
 export type StoredConfig = typeof StoredConfig.Type
 

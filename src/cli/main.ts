@@ -10,6 +10,7 @@ import { agents } from "./Agents.js"
 import { endingOf } from "./Failure.js"
 import { files } from "./Files.js"
 import { logFormat, loggerFor } from "./Logging.js"
+import { login, logout } from "./Login.js"
 import { machines } from "./Machines.js"
 import { ops } from "./Operations.js"
 import { serve } from "./Serve.js"
@@ -22,7 +23,20 @@ const openapi = Command.make("openapi", {}, () => Console.log(JSON.stringify(Ope
 )
 
 const svc = Command.make("svc").pipe(
-  Command.withSubcommands([serve, admin, agents, openapi, machines, ops, files, agent, snapshots, templates])
+  Command.withSubcommands([
+    serve,
+    admin,
+    agents,
+    openapi,
+    machines,
+    ops,
+    files,
+    agent,
+    snapshots,
+    templates,
+    login,
+    logout
+  ])
 )
 
 const run = Command.run(svc, { name: "svc", version: "0.1.0" })
