@@ -2,19 +2,42 @@
 import { Command } from "@effect/cli"
 import { OpenApi } from "@effect/platform"
 import { NodeContext, NodeRuntime } from "@effect/platform-node"
-import { Cause, Console, Effect, Logger, LogLevel, Option } from "effect"
+import { Cause, Console, Effect, Exit, Logger, LogLevel, Option } from "effect"
 import { Api } from "../Api.js"
 import { admin } from "./Admin.js"
+import { agent } from "./Agent.js"
 import { agents } from "./Agents.js"
+import { endingOf } from "./Failure.js"
+import { files } from "./Files.js"
 import { logFormat, loggerFor } from "./Logging.js"
+import { login, logout } from "./Login.js"
+import { machines } from "./Machines.js"
+import { ops } from "./Operations.js"
 import { serve } from "./Serve.js"
+import { snapshots } from "./Snapshots.js"
 import { startRefusal } from "./StartRefusals.js"
+import { templates } from "./Templates.js"
 
 const openapi = Command.make("openapi", {}, () => Console.log(JSON.stringify(OpenApi.fromApi(Api), null, 2))).pipe(
   Command.withDescription("Print the OpenAPI document of the API")
 )
 
-const svc = Command.make("svc").pipe(Command.withSubcommands([serve, admin, agents, openapi]))
+const svc = Command.make("svc").pipe(
+  Command.withSubcommands([
+    serve,
+    admin,
+    agents,
+    openapi,
+    machines,
+    ops,
+    files,
+    agent,
+    snapshots,
+    templates,
+    login,
+    logout
+  ])
+)
 
 const run = Command.run(svc, { name: "svc", version: "0.1.0" })
 
@@ -24,6 +47,18 @@ const logLevel = LogLevel.fromLiteral(
   ) ?? "Info"
 )
 
+/**
+ * A remote command's failure (an API error, a usage error: src/cli/Failure.ts) ends the process
+ * with its lines on stderr and its exit code, not a log entry.
+ */
+const endRemote = <A, E, R>(self: Effect.Effect<A, E, R>) =>
+  Effect.catchIf(self, (error) => endingOf(error) !== undefined, (error) =>
+    Effect.sync(() => {
+      const ending = endingOf(error)!
+      for (const line of ending.lines) process.stderr.write(line + "\n")
+      process.exitCode = ending.exitCode
+    }))
+
 /** A failure that is a start refusal: it is printed as its one line, not logged. */
 const isRefusal = (cause: Cause.Cause<unknown>) =>
   Option.match(Cause.failureOption(cause), { onNone: () => false, onSome: (e) => startRefusal(e) !== undefined })
@@ -32,6 +67,7 @@ Effect.gen(function*() {
   // The one log stream (src/cli/Logging.ts); a malformed SVC_LOG_FORMAT is refused like any setting.
   const format = yield* logFormat
   return yield* run(process.argv).pipe(
+    endRemote,
     // Failures other than refusals are reported through the same logger (runMain's own report would
     // use Effect's default logger on stdout, and its pretty logger printed every line a second time).
     Effect.tapErrorCause((cause) =>
@@ -48,5 +84,17 @@ Effect.gen(function*() {
     })),
   Logger.withMinimumLogLevel(logLevel),
   Effect.provide(NodeContext.layer),
-  NodeRuntime.runMain({ disableErrorReporting: true, disablePrettyLogger: true })
+  NodeRuntime.runMain({
+    disableErrorReporting: true,
+    disablePrettyLogger: true,
+    // A command may have set its exit code (1, 2, a command's own); a failure otherwise is 1.
+    teardown: (exit, onExit) =>
+      onExit(
+        typeof process.exitCode === "number" && process.exitCode !== 0
+          ? process.exitCode
+          : Exit.isFailure(exit) && !Cause.isInterruptedOnly(exit.cause)
+          ? 1
+          : 0
+      )
+  })
 )

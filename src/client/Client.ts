@@ -32,6 +32,8 @@ export interface WaitOptions {
   readonly maxInterval?: Duration.DurationInput
   /** How long to wait in all before failing with `WaitTimeout`; the operation itself goes on. */
   readonly timeout?: Duration.DurationInput
+  /** Called with every read of the operation, the last (terminal) one included: a progress display. */
+  readonly observe?: (operation: OperationDto) => Effect.Effect<void>
 }
 
 /** A client waits for an operation polling every 250 ms, growing to 2 s, up to 10 minutes. */
@@ -92,6 +94,7 @@ export const makeClient = (options: ClientOptions): Effect.Effect<Client> =>
         let interval = Duration.toMillis(wait.interval ?? defaultWait.interval)
         while (true) {
           const current = yield* routes.operations.get({ path: { id } })
+          if (wait.observe !== undefined) yield* wait.observe(current)
           if (terminalStatuses.has(current.status)) return current
           const left = deadline - (yield* Clock.currentTimeMillis)
           if (left <= 0) return yield* new WaitTimeout({ operation_id: id, last: current })

@@ -1,0 +1,43 @@
+/**
+ * How every remote command reaches svc: the URL and API key from `SVC_URL` / `SVC_API_KEY`, else the
+ * stored config (`svc login`), and the typed client (src/client) made from them, so the CLI speaks
+ * exactly the API the server implements, with its retries (reads freely, changes with one
+ * idempotency key per call).
+ */
+import { Effect } from "effect"
+import { type Client, makeClient } from "../client/Client.js"
+import { type BadConfigFile, readConfig } from "./ConfigFile.js"
+import { UsageError } from "./Failure.js"
+
+export const defaultUrl = "http://127.0.0.1:8080"
+
+const env = (name: string) => {
+  const value = process.env[name]
+  return value === undefined || value === "" ? undefined : value
+}
+
+/** `SVC_URL`, else the stored URL, else the local default; without a trailing slash. */
+export const serverUrl = Effect.map(
+  readConfig,
+  (stored) => (env("SVC_URL") ?? stored.url ?? defaultUrl).replace(/\/+$/, "")
+)
+
+export interface Connection {
+  readonly url: string
+  readonly apiKey: string
+  readonly client: Client
+}
+
+/** The client for the signed-in key; without one, a usage error saying how to get one. */
+export const connect: Effect.Effect<Connection, UsageError | BadConfigFile> = Effect.gen(
+  function*() {
+    const stored = yield* readConfig
+    const url = yield* serverUrl
+    const apiKey = env("SVC_API_KEY") ?? stored.api_key
+    if (apiKey === undefined) {
+      return yield* new UsageError({ message: "not signed in: run `svc login` or set SVC_API_KEY" })
+    }
+    const client = yield* makeClient({ baseUrl: url, apiKey })
+    return { url, apiKey, client }
+  }
+)

@@ -1,0 +1,165 @@
+/**
+ * `svc login` and `svc logout`. The device grant's server side is being built on another branch, so
+ * the device routes are spoken here by a loopback server that follows the published routes
+ * (RFC 8628 answers: `authorization_pending`, `slow_down`, `access_denied`, then the key) and
+ * hands every other request to a real svc, so the stored key is then used for real.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import * as NodeFs from "node:fs"
+import * as NodeHttp from "node:http"
+import type * as NodeNet from "node:net"
+import * as NodePath from "node:path"
+import { makeClient } from "../../src/index.js"
+import { cliFor } from "../support/Cli.js"
+import { startServer } from "../support/TestServer.js"
+
+interface Poll {
+  readonly at: number
+  readonly body: any
+}
+
+/** The device routes as published, answering the token polls from `answers` in turn; the rest goes to `upstream`. */
+const deviceServer = (upstream: string, answers: ReadonlyArray<{ status: number; body: unknown }>) =>
+  Effect.acquireRelease(
+    Effect.async<{ url: string; polls: Array<Poll>; codeRequests: Array<any>; server: NodeHttp.Server }>((resume) => {
+      const polls: Array<Poll> = []
+      const codeRequests: Array<any> = []
+      const server = NodeHttp.createServer(async (request, response) => {
+        const chunks: Array<Buffer> = []
+        for await (const chunk of request) chunks.push(chunk as Buffer)
+        const body = Buffer.concat(chunks)
+        const reply = (status: number, value: unknown) => {
+          response.writeHead(status, { "content-type": "application/json", "cache-control": "no-store" })
+          response.end(JSON.stringify(value))
+        }
+        if (request.method === "POST" && request.url === "/v1/auth/device/code") {
+          codeRequests.push(JSON.parse(body.toString() || "{}"))
+          return reply(200, {
+            device_code: "device-code-1",
+            user_code: "BCDF-GHJK",
+            verification_uri: `${url}/device`,
+            verification_uri_complete: `${url}/device?user_code=BCDF-GHJK`,
+            expires_in: 600,
+            interval: 1
+          })
+        }
+        if (request.method === "POST" && request.url === "/v1/auth/device/token") {
+          polls.push({ at: Date.now(), body: JSON.parse(body.toString()) })
+          const answer = answers[Math.min(polls.length, answers.length) - 1]!
+          return reply(answer.status, answer.body)
+        }
+        const forwarded = await fetch(upstream + request.url, {
+          method: request.method!,
+          headers: Object.fromEntries(
+            Object.entries(request.headers).filter(([name]) => name !== "host" && name !== "content-length")
+          ) as Record<string, string>,
+          ...(body.length > 0 ? { body } : {})
+        })
+        response.writeHead(forwarded.status, Object.fromEntries(forwarded.headers))
+        response.end(Buffer.from(await forwarded.arrayBuffer()))
+      })
+      let url = ""
+      server.listen(0, "127.0.0.1", () => {
+        url = `http://127.0.0.1:${(server.address() as NodeNet.AddressInfo).port}`
+        resume(Effect.succeed({ url, polls, codeRequests, server }))
+      })
+    }),
+    ({ server }) =>
+      Effect.async<void>((resume) => {
+        server.close(() => resume(Effect.void))
+      })
+  )
+
+const pending = { status: 400, body: { error: "authorization_pending", error_description: "not yet" } }
+
+describe("svc CLI: login and logout", () => {
+  it.scopedLive(
+    "login shows the code, polls at the interval plus 5 s after slow_down, stores the key 0600; logout revokes it",
+    () =>
+      Effect.gen(function*() {
+        const real = yield* startServer()
+        const owner = yield* real.bootstrap("login@example.com")
+        const admin = yield* makeClient({ baseUrl: real.url, apiKey: owner.api_key })
+        const key = (yield* admin.apiKeys.list()).items[0]!
+        const device = yield* deviceServer(real.url, [
+          pending,
+          { status: 400, body: { error: "slow_down", error_description: "slow down" } },
+          pending,
+          {
+            status: 200,
+            body: {
+              access_token: owner.api_key,
+              token_type: "Bearer",
+              expires_in: 7776000,
+              scope: key.preset,
+              api_key: key
+            }
+          }
+        ])
+        const cli = yield* cliFor(device.url, undefined)
+        const env = { SVC_URL: undefined, SVC_API_KEY: undefined }
+        const login = yield* cli.run(["login", "--url", device.url], { env })
+        assert.strictEqual(login.code, 0, login.stderr)
+        assert.include(login.stderr, `open ${device.url}/device and enter the code\n\n    BCDF-GHJK\n`)
+        assert.include(login.stderr, `${device.url}/device?user_code=BCDF-GHJK`)
+        assert.match(login.stdout, new RegExp(`^Signed in to ${device.url} \\(organization ${owner.organization_id}`))
+        assert.deepStrictEqual(device.codeRequests, [{}])
+        assert.deepStrictEqual(
+          device.polls.map((p) => p.body),
+          Array(4).fill({
+            device_code: "device-code-1",
+            grant_type: "urn:ietf:params:oauth:grant-type:device_code"
+          })
+        )
+        const gaps = device.polls.slice(1).map((p, i) => p.at - device.polls[i]!.at)
+        assert.isAtLeast(gaps[0]!, 950, `gaps ${gaps}`)
+        // After slow_down the interval is 1 + 5 s, and stays there.
+        assert.isAtLeast(gaps[1]!, 5_950, `gaps ${gaps}`)
+        assert.isAtLeast(gaps[2]!, 5_950, `gaps ${gaps}`)
+
+        const file = NodePath.join(cli.configHome, "svc", "config.json")
+        assert.strictEqual(NodeFs.statSync(file).mode & 0o777, 0o600)
+        assert.strictEqual(NodeFs.statSync(NodePath.dirname(file)).mode & 0o777, 0o700)
+        assert.deepStrictEqual(JSON.parse(NodeFs.readFileSync(file, "utf8")), {
+          url: device.url,
+          api_key: owner.api_key,
+          api_key_id: key.id
+        })
+        // The stored URL and key serve the next commands.
+        const listed = yield* cli.run(["machines", "list", "--json"], { env })
+        assert.strictEqual(listed.code, 0, listed.stderr)
+        assert.deepStrictEqual(JSON.parse(listed.stdout), [])
+
+        const logout = yield* cli.run(["logout"], { env })
+        assert.strictEqual(logout.code, 0, logout.stderr)
+        assert.strictEqual(logout.stderr, "the key was revoked\n")
+        assert.isFalse(NodeFs.existsSync(file))
+        const revoked = yield* cli.run(["machines", "list"], { env: { SVC_URL: real.url, SVC_API_KEY: owner.api_key } })
+        assert.strictEqual(revoked.code, 1)
+        assert.match(revoked.stderr, /^svc: error invalid_api_key \(401\)/)
+        const signedOut = yield* cli.run(["machines", "list"], { env })
+        assert.strictEqual(signedOut.code, 2)
+      }),
+    120_000
+  )
+
+  it.scopedLive(
+    "a denied code ends the login with exit 1 and its error, storing nothing",
+    () =>
+      Effect.gen(function*() {
+        const real = yield* startServer()
+        const device = yield* deviceServer(real.url, [
+          pending,
+          { status: 400, body: { error: "access_denied", error_description: "The request was denied" } }
+        ])
+        const cli = yield* cliFor(device.url, undefined)
+        const login = yield* cli.run(["login", "--scope", "read_only"], { env: { SVC_API_KEY: undefined } })
+        assert.strictEqual(login.code, 1)
+        assert.match(login.stderr, /svc: error access_denied \(400\): The request was denied\n$/)
+        assert.deepStrictEqual(device.codeRequests, [{ scope: "read_only" }])
+        assert.isFalse(NodeFs.existsSync(NodePath.join(cli.configHome, "svc", "config.json")))
+      }),
+    60_000
+  )
+})
