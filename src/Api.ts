@@ -10,7 +10,7 @@ import { publishDocument } from "./kernel/http/Endpoint.js"
 import { LimitsApi } from "./limits/Api.js"
 import { MachinesApi } from "./machines/Api.js"
 import { OperationsApi } from "./operations/Api.js"
-import { MembersApi } from "./organizations/Api.js"
+import { InvitationsApi, MembersApi } from "./organizations/Api.js"
 import { SnapshotsApi } from "./snapshots/Api.js"
 import { WebhooksApi } from "./webhooks/Api.js"
 
@@ -35,8 +35,9 @@ A wrong role gets 403 \`forbidden\`.
 ## Organization
 
 Routes marked [ORG] act in one organization: an API key's own (an \`X-Organization-ID\` that differs
-answers 403 \`organization_mismatch\`), or for a session \`X-Organization-ID\`, else its active
-organization, else 422. An organization the caller does not belong to answers 404.
+answers 403 \`organization_mismatch\`), or for a session \`X-Organization-ID\`, which a session must
+send (without it: 422 \`invalid_request\`, \`field_errors\` naming \`X-Organization-ID\`). An
+organization the caller does not belong to answers 404.
 
 ## Operations and idempotency
 
@@ -69,6 +70,7 @@ export class Api extends HttpApi.make("svc")
   .add(AuthApi)
   .add(ApiKeysApi)
   .add(MembersApi)
+  .add(InvitationsApi)
   .add(MachinesApi)
   .add(OperationsApi)
   .add(LimitsApi)

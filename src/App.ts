@@ -18,7 +18,6 @@ import { Entitlements } from "./kernel/Entitlements.js"
 import { DomainEvents } from "./kernel/events/DomainEvents.js"
 import { EventRecorders } from "./kernel/events/EventRecorders.js"
 import { RateLimiter } from "./kernel/http/RateLimiter.js"
-import { OpenInvitations } from "./kernel/Invitations.js"
 import * as Mail from "./kernel/mail/Mail.js"
 import * as Database from "./kernel/sql/Database.js"
 import * as DataDirLock from "./kernel/sql/DataDirLock.js"
@@ -27,7 +26,7 @@ import { IdempotencyKeysRepo } from "./kernel/sql/IdempotencyKeysRepo.js"
 import { LimitsLive } from "./limits/Live.js"
 import { MachinesLive } from "./machines/Live.js"
 import { OperationsLive } from "./operations/Live.js"
-import { OrganizationsLive } from "./organizations/Live.js"
+import { MembershipLive, OrganizationsLive } from "./organizations/Live.js"
 import { PortsLive } from "./ports/Live.js"
 import * as HostCapacity from "./runtime/HostCapacity.js"
 import * as Housekeeping from "./runtime/Housekeeping.js"
@@ -51,13 +50,13 @@ const KernelLive = Layer.mergeAll(
   RateLimiter.layer,
   Entitlements.fromConfig,
   AuditLog.layer,
-  // Ports whose areas are still to come: nothing to revoke, no invitations.
-  AccessRevocations.none,
-  OpenInvitations.none
+  // Ports whose areas are still to come: nothing to revoke. (OpenInvitations: OrganizationsLive.)
+  AccessRevocations.none
 ).pipe(Layer.provideMerge(Database.layer))
 
 /**
- * Identity and organizations over the kernel: what the CLI's offline commands (bootstrap) need. It
+ * Identity and organizations over the kernel (OrganizationsLive also fills the OpenInvitations port
+ * that sign-up asks): what the CLI's offline commands (bootstrap) need. It
  * starts no workers, so it is safe to use while a server runs. Needs AppConfig.
  */
 export const IdentityLive = IdentityAreaLive.pipe(
@@ -93,7 +92,8 @@ const runtimeLive = <E, R>(driver: Layer.Layer<MachineDriver, E, R>) =>
   )
 
 /** The product areas on the runtime: each line may use the services of the lines below it. */
-const AreasLive = WebhooksLive.pipe(
+const AreasLive = MembershipLive.pipe(
+  Layer.provideMerge(WebhooksLive),
   Layer.provideMerge(AgentsLive),
   Layer.provideMerge(SnapshotsLive),
   Layer.provideMerge(EnvironmentsLive),

@@ -28,7 +28,7 @@ import { Durability } from "./kernel/sql/Durability.js"
 import { LimitsHandlers } from "./limits/Http.js"
 import { MachinesHandlers } from "./machines/Http.js"
 import { OperationsHandlers } from "./operations/Http.js"
-import { MembersHandlers } from "./organizations/Http.js"
+import { InvitationsHandlers, MembersHandlers } from "./organizations/Http.js"
 import { makePortProxy, withPortProxy } from "./ports/Proxy.js"
 import { SnapshotsHandlers } from "./snapshots/Http.js"
 import { WebhooksHandlers } from "./webhooks/Http.js"
@@ -38,6 +38,7 @@ export const ApiLive = HttpApiBuilder.api(Api).pipe(
     AuthHandlers,
     ApiKeysHandlers,
     MembersHandlers,
+    InvitationsHandlers,
     MachinesHandlers,
     OperationsHandlers,
     LimitsHandlers,

@@ -65,6 +65,7 @@ const make = Effect.gen(function*() {
         return { user_id: user.id, organization_id: organizationId, api_key: key.secret }
       }),
     findUser: users.findById,
+    findUserByEmail: (email: string) => users.findByEmail(normalizeEmail(email)),
     membership: organizations.membership
   }
 })
