@@ -10,11 +10,11 @@ import { policy } from "../kernel/http/Policy.js"
 import { EmailUnavailable, InvalidCode, UnsupportedProvider } from "./Errors.js"
 
 export const SignInProvidersDto = Schema.Struct({
-  access: Schema.String,
+  access: Schema.Literal("open", "invite_only"),
   providers: Schema.Array(Schema.Struct({
     name: Schema.String,
     display_name: Schema.String,
-    kind: Schema.String,
+    kind: Schema.Literal("oidc", "email"),
     default: Schema.Boolean
   })),
   waitlist_url: Schema.NullOr(Schema.String)

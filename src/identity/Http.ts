@@ -3,15 +3,15 @@ import { Effect, flow, Option } from "effect"
 import { Api } from "../Api.js"
 import { AppConfig } from "../kernel/config/AppConfig.js"
 import { Caller } from "../kernel/http/Authorization.js"
-import { Mail } from "../kernel/mail/Mail.js"
 import { onResponse, withEmailState, withoutEmailState, withoutSession, withSession } from "./Cookies.js"
 import { EMAIL_STATE_COOKIE, EmailSignIn } from "./EmailSignIn.js"
 import { Sessions } from "./Sessions.js"
+import { SignInMethods } from "./SignInMethods.js"
 
 export const AuthHandlers = HttpApiBuilder.group(Api, "auth", (handlers) =>
   Effect.gen(function*() {
     const config = yield* AppConfig
-    const mail = yield* Mail
+    const methods = yield* SignInMethods
     const emailSignIn = yield* EmailSignIn
     const sessions = yield* Sessions
 
@@ -21,19 +21,7 @@ export const AuthHandlers = HttpApiBuilder.group(Api, "auth", (handlers) =>
 
     return handlers
       .handle("providers", () =>
-        Effect.succeed({
-          access: "open",
-          providers: [
-            ...config.oidcProviders.map((provider) => ({
-              name: provider.name,
-              display_name: provider.display_name,
-              kind: "oidc",
-              default: provider.default
-            })),
-            ...(mail.available ? [{ name: "email", display_name: "Email", kind: "email", default: false }] : [])
-          ],
-          waitlist_url: null
-        }))
+        Effect.succeed({ access: methods.access, providers: methods.providers, waitlist_url: methods.waitlistUrl }))
       .handle("emailStart", ({ payload, request }) =>
         Effect.gen(function*() {
           const client = Option.getOrElse(request.remoteAddress, () =>

@@ -13,6 +13,7 @@ import { EmailSignIn } from "./EmailSignIn.js"
 import { EmailSignInsRepo } from "./EmailSignInsRepo.js"
 import { Sessions } from "./Sessions.js"
 import { SessionsRepo } from "./SessionsRepo.js"
+import { SignInMethods } from "./SignInMethods.js"
 import { UsersRepo } from "./UsersRepo.js"
 
 /** What Authenticate asks of identity: keys, sessions and users here, memberships from Organizations. */
@@ -50,7 +51,7 @@ const CredentialsLive = Layer.effect(
   })
 )
 
-const ServicesLive = EmailSignIn.layer.pipe(
+const ServicesLive = Layer.merge(EmailSignIn.layer, SignInMethods.layer).pipe(
   Layer.provideMerge(Accounts.layer),
   Layer.provideMerge(Layer.mergeAll(ApiKeys.layer, Sessions.layer)),
   Layer.provide(Layer.mergeAll(UsersRepo.layer, SessionsRepo.layer, EmailSignInsRepo.layer, ApiKeysRepo.layer))

@@ -44,6 +44,10 @@ export interface AppConfigShape {
   /** `SVC_MAIL_FROM`; unset means `svc@<host of the base URL>`. */
   readonly mailFrom: string | undefined
   readonly oidcProviders: ReadonlyArray<OidcProviderConfig>
+  /** `SVC_SIGNUP`: who may create an account (an address with an open invitation always may). */
+  readonly signup: "open" | "invite_only"
+  /** `SVC_WAITLIST_URL`: where the sign-in page sends people who may not sign up; unset: nowhere. */
+  readonly waitlistUrl?: string | undefined
   readonly payments: Option.Option<"stripe">
   readonly billing: "metered" | "unlimited"
   readonly webhookAllowPrivate: boolean
@@ -244,6 +248,10 @@ const load = Effect.gen(function*() {
     mail: yield* mailSetting(dataDir),
     mailFrom: Option.getOrUndefined(yield* Config.string("SVC_MAIL_FROM").pipe(Config.option)),
     oidcProviders: yield* oidcProviders,
+    signup: yield* Config.literal("open", "invite_only")("SVC_SIGNUP").pipe(Config.withDefault("invite_only")),
+    waitlistUrl: Option.getOrUndefined(
+      Option.map(yield* Config.url("SVC_WAITLIST_URL").pipe(Config.option), (url) => url.toString())
+    ),
     payments: yield* Config.literal("stripe")("SVC_PAYMENTS").pipe(Config.option),
     billing: yield* Config.literal("metered", "unlimited")("SVC_BILLING").pipe(Config.withDefault("metered")),
     webhookAllowPrivate: yield* Config.boolean("SVC_WEBHOOK_ALLOW_PRIVATE").pipe(Config.withDefault(false)),
