@@ -11,6 +11,9 @@ import { ApiKeys } from "./ApiKeys.js"
 import { ApiKeysRepo } from "./ApiKeysRepo.js"
 import { EmailSignIn } from "./EmailSignIn.js"
 import { EmailSignInsRepo } from "./EmailSignInsRepo.js"
+import { IdentitiesRepo } from "./IdentitiesRepo.js"
+import { OidcSignIn } from "./OidcSignIn.js"
+import { OidcSignInsRepo } from "./OidcSignInsRepo.js"
 import { Sessions } from "./Sessions.js"
 import { SessionsRepo } from "./SessionsRepo.js"
 import { SignInMethods } from "./SignInMethods.js"
@@ -51,10 +54,19 @@ const CredentialsLive = Layer.effect(
   })
 )
 
-const ServicesLive = Layer.merge(EmailSignIn.layer, SignInMethods.layer).pipe(
+const ServicesLive = Layer.mergeAll(EmailSignIn.layer, OidcSignIn.layer, SignInMethods.layer).pipe(
   Layer.provideMerge(Accounts.layer),
   Layer.provideMerge(Layer.mergeAll(ApiKeys.layer, Sessions.layer)),
-  Layer.provide(Layer.mergeAll(UsersRepo.layer, SessionsRepo.layer, EmailSignInsRepo.layer, ApiKeysRepo.layer))
+  Layer.provide(
+    Layer.mergeAll(
+      UsersRepo.layer,
+      SessionsRepo.layer,
+      EmailSignInsRepo.layer,
+      ApiKeysRepo.layer,
+      IdentitiesRepo.layer,
+      OidcSignInsRepo.layer
+    )
+  )
 )
 
 export const IdentityLive = Authenticate.layer.pipe(

@@ -165,15 +165,46 @@ const secretKeysSetting = Config.string("SVC_SECRET_KEYS").pipe(
   })
 )
 
+/** An `http://` issuer is accepted only on this host's loopback (homelabs and tests; extensions.md §17). */
+export const loopbackHttp = (issuer: URL) =>
+  issuer.protocol === "http:" &&
+  (issuer.hostname === "localhost" || issuer.hostname === "[::1]" || /^127\.\d+\.\d+\.\d+$/.test(issuer.hostname))
+
+const issuerProblem = (issuer: string) => {
+  try {
+    const url = new URL(issuer)
+    return url.protocol === "https:" || loopbackHttp(url)
+      ? undefined
+      : "an issuer must be https (http only on loopback)"
+  } catch {
+    return "an issuer is not a URL"
+  }
+}
+
 const oidcProviders = Config.string("SVC_OIDC_PROVIDERS").pipe(
   Config.option,
   Config.mapOrFail((value): Parsed<ReadonlyArray<OidcProviderConfig>> => {
     if (Option.isNone(value)) return ok([])
     try {
       const decoded = Schema.decodeUnknownEither(Schema.Array(OidcProviderConfig))(JSON.parse(value.value))
-      return decoded._tag === "Right"
-        ? ok(decoded.right)
-        : bad("SVC_OIDC_PROVIDERS", "expected a JSON array of {name, display_name, issuer, client_id, client_secret}")
+      if (decoded._tag === "Left") {
+        return bad(
+          "SVC_OIDC_PROVIDERS",
+          "expected a JSON array of {name, display_name, issuer, client_id, client_secret}"
+        )
+      }
+      const providers = decoded.right
+      const problem = providers.map((provider) => issuerProblem(provider.issuer)).find((p) => p !== undefined) ??
+        (new Set(providers.map((provider) => provider.name)).size < providers.length
+          ? "names must differ"
+          : undefined) ??
+        (providers.some((provider) => provider.name === "email")
+          ? "the name email is taken by email sign-in"
+          : undefined) ??
+        (providers.filter((provider) => provider.default).length > 1
+          ? "at most one provider is the default"
+          : undefined)
+      return problem === undefined ? ok(providers) : bad("SVC_OIDC_PROVIDERS", problem)
     } catch {
       return bad("SVC_OIDC_PROVIDERS", "not valid JSON")
     }
