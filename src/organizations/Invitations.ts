@@ -86,9 +86,9 @@ const make = Effect.gen(function*() {
 
   const isMember = (organizationId: string, email: string) =>
     Effect.gen(function*() {
-      const user = yield* accounts.findUserByEmail(email)
+      const user = yield* accounts.userIdOfAddress(email)
       if (Option.isNone(user)) return false
-      return Option.isSome(yield* organizations.membership(organizationId, user.value.id))
+      return Option.isSome(yield* organizations.membership(organizationId, user.value))
     })
 
   return {
@@ -174,8 +174,9 @@ const make = Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
         const state = stateOf(invitation, now)
         if (state !== "open") return yield* new InvitationClosed({ detail: `The invitation is ${state}` })
-        const user = Option.getOrThrow(yield* accounts.findUser(invitee.userId))
-        if (normalizeEmail(user.email) !== invitation.email) {
+        // The invited address must be one the user signs in with: their own or one linked to them.
+        const holder = yield* accounts.userIdOfAddress(invitation.email)
+        if (Option.getOrNull(holder) !== invitee.userId) {
           return yield* new InvitationEmailMismatch({
             detail: "The invitation is for another address than the signed-in user's"
           })
