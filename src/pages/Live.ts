@@ -5,12 +5,15 @@
  */
 import { HttpApiBuilder, HttpServerRequest } from "@effect/platform"
 import { Effect, Option } from "effect"
+import { Accounts } from "../identity/Accounts.js"
 import { safeReturnTo } from "../identity/EmailSignIn.js"
 import { SignInMethods } from "../identity/SignInMethods.js"
 import { AppConfig } from "../kernel/config/AppConfig.js"
 import { Authenticate } from "../kernel/http/Authenticate.js"
+import { Invitations } from "../organizations/Invitations.js"
 import { Organizations } from "../organizations/Organizations.js"
 import { homePage } from "./HomePage.js"
+import { invitationPage } from "./InvitationPage.js"
 import { pageResponse, redirect } from "./Kit.js"
 import { signInPage } from "./SignInPage.js"
 import { returnToOf, viewerOf } from "./Viewer.js"
@@ -21,6 +24,8 @@ export const PagesLive = HttpApiBuilder.Router.use((router) =>
     const authenticate = yield* Authenticate
     const methods = yield* SignInMethods
     const organizations = yield* Organizations
+    const invitations = yield* Invitations
+    const accounts = yield* Accounts
     /** The UI's path prefix: pages live under `{ui_url}`, which may have a path of its own. */
     const uiPath = new URL(config.uiUrl).pathname.replace(/\/$/, "")
     const signInFirst = (request: HttpServerRequest.HttpServerRequest) =>
@@ -42,6 +47,35 @@ export const PagesLive = HttpApiBuilder.Router.use((router) =>
           providers: methods.providers,
           signedInAs: Option.getOrUndefined(Option.map(viewer, (user) => user.email))
         }))
+      })
+    )
+
+    // The invitee signs in first (an invited address may create its account), then sees what the
+    // invitation is for and accepts it with one button.
+    yield* router.get(
+      `${uiPath}/invitations/accept` as `/${string}`,
+      Effect.gen(function*() {
+        const request = yield* HttpServerRequest.HttpServerRequest
+        const viewer = yield* viewerOf(authenticate, request)
+        if (Option.isNone(viewer)) return signInFirst(request)
+        const token = new URL(request.url, "http://x").searchParams.get("token") ?? ""
+        const found = yield* Effect.option(invitations.preview(token))
+        const invitation = Option.isNone(found) ? undefined : {
+          organizationName: found.value.organization.name,
+          email: found.value.invitation.email,
+          role: found.value.invitation.role,
+          expiresAt: found.value.invitation.expires_at,
+          state: found.value.state,
+          forViewer: Option.getOrNull(yield* accounts.userIdOfAddress(found.value.invitation.email)) === viewer.value.id
+        }
+        const page = invitationPage({
+          apiBase: config.baseUrl,
+          uiUrl: config.uiUrl,
+          signedInAs: viewer.value.email,
+          token,
+          invitation
+        })
+        return pageResponse(page, invitation === undefined ? 404 : 200)
       })
     )
 
