@@ -9,7 +9,7 @@ import { Effect, TestClock } from "effect"
 import { client, request } from "../support/Http.js"
 import { eventually, runningMachine } from "../support/Machines.js"
 import { invite, joined } from "../support/Members.js"
-import { signIn } from "../support/SignIn.js"
+import { latestMailTo, signIn } from "../support/SignIn.js"
 import { startServer, type TestServer } from "../support/TestServer.js"
 
 const start = Date.parse("2026-11-22T12:00:00Z")
@@ -98,6 +98,28 @@ describe("invitations", () => {
         ["owner@example.com", "owner"]
       ])
       assert.deepStrictEqual(members[0].usage_this_month, { cost_micros: 0, seconds: 0 })
+    }))
+
+  it.scoped("an address linked to an account accepts for it, and counts as that member's", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer()
+      const { api, browser, org } = yield* ownerOf(server)
+      const ada = yield* signIn(server, "ada@example.com")
+      yield* ada.http("POST", "/v1/auth/link/email", { json: { email: "ada.work@example.com" }, headers: ada.withCsrf })
+      const code = /link this address is (\d{6})/.exec((yield* latestMailTo(server, "ada.work@example.com")).text)![1]
+      const linked = yield* ada.http("POST", "/v1/auth/email/verify", {
+        json: { email: "ada.work@example.com", code },
+        headers: ada.withCsrf
+      })
+      assert.strictEqual(linked.status, 200, linked.text)
+      const { token } = yield* invite(server, browser, org, "ada.work@example.com", "member")
+      const accepted = yield* ada.http("POST", "/v1/invitations/accept", { headers: ada.withCsrf, json: { token } })
+      assert.strictEqual(accepted.status, 200, accepted.text)
+      const again = yield* api("POST", `/v1/organizations/${org}/invitations`, {
+        email: "ada@example.com",
+        role: "member"
+      })
+      assert.strictEqual(again.body.code, "already_member")
     }))
 
   it.scoped("a new invitation revokes the open one to the same address; revoking is idempotent", () =>
