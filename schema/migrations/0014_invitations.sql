@@ -23,3 +23,5 @@ CREATE INDEX invitations_by_email ON invitations (email, expires_at);
 -- A deleted organization keeps its row (machines, snapshots and the audit log refer to it) but has
 -- no members, keys or open invitations left.
 ALTER TABLE organizations ADD COLUMN deleted_at BIGINT;
+-- When the deleted organization's machines, disks and snapshots were all gone (after the retention).
+ALTER TABLE organizations ADD COLUMN purged_at BIGINT;

@@ -3,8 +3,9 @@
  * - `OrganizationsLive`: who belongs where, and the kernel's OpenInvitations port. Identity stands on
  *   it (sessions, sign-up), so it needs only the kernel.
  * - `MembershipLive`: members, invitations, ownership and deletion. They end keys and sessions'
- *   choices (identity) and stop machines, so it stands on identity and the machines area; at its start
- *   it stops what a crash left running in deleted organizations.
+ *   choices (identity) and stop machines, so it stands on identity and the machines and snapshots
+ *   areas; at its start it stops what a crash left running in deleted organizations, and its worker
+ *   deletes their data once the retention ends.
  */
 import { Clock, Effect, Layer } from "effect"
 import { normalizeEmail } from "../identity/Accounts.js"
@@ -15,6 +16,7 @@ import { InvitationsRepo } from "./InvitationsRepo.js"
 import { Members } from "./Members.js"
 import { Organizations } from "./Organizations.js"
 import { OrganizationsRepo } from "./Repo.js"
+import * as Worker from "./Worker.js"
 
 const OpenInvitationsLive = Layer.effect(
   OpenInvitations,
@@ -37,7 +39,7 @@ const stopLeftovers = Layer.scopedDiscard(
     ))
 )
 
-export const MembershipLive = stopLeftovers.pipe(
+export const MembershipLive = Layer.mergeAll(stopLeftovers, Worker.layer).pipe(
   Layer.provideMerge(Layer.mergeAll(Members.layer, Invitations.layer, OrganizationDeletion.layer)),
   Layer.provide(Layer.mergeAll(OrganizationsRepo.layer, InvitationsRepo.layer))
 )

@@ -9,6 +9,7 @@ export interface OrganizationRow {
   readonly name: string
   readonly created_at: number
   readonly deleted_at: number | null
+  readonly purged_at: number | null
 }
 
 export interface MembershipRow {
@@ -43,7 +44,7 @@ const make = Effect.gen(function*() {
         yield* sql`INSERT INTO organizations (id, name, created_at) VALUES (${id}, ${name}, ${now})`
         yield* sql`INSERT INTO memberships (organization_id, user_id, role, joined_at)
           VALUES (${id}, ${ownerId}, 'owner', ${now})`
-        return { id, name, created_at: now, deleted_at: null } satisfies OrganizationRow
+        return { id, name, created_at: now, deleted_at: null, purged_at: null } satisfies OrganizationRow
       }).pipe(sql.withTransaction, Effect.orDie),
     // Every request in an organization runs this one (prepared: src/kernel/sql/Sqlite.ts).
     membership: (organizationId: string, userId: string) =>
@@ -100,9 +101,18 @@ const make = Effect.gen(function*() {
           WHERE organization_id = ${organizationId} RETURNING user_id`
         return removed.length
       }).pipe(Effect.orDie),
+    /** Organizations deleted at or before `before` whose data is not all gone yet. */
+    unpurgedDeletedBefore: (before: number) =>
+      sql<{ id: string }>`SELECT id FROM organizations WHERE deleted_at IS NOT NULL AND deleted_at <= ${before}
+        AND purged_at IS NULL ORDER BY deleted_at`.pipe(Effect.map((rows) => rows.map((row) => row.id)), Effect.orDie),
+    markPurged: (organizationId: string, now: number) =>
+      Effect.orDie(sql`UPDATE organizations SET purged_at = ${now} WHERE id = ${organizationId}`),
     /** The deleted organizations, newest first (their machines must stay stopped). */
     deletedIds: sql<{ id: string }>`SELECT id FROM organizations WHERE deleted_at IS NOT NULL
-      ORDER BY deleted_at DESC`.pipe(Effect.map((rows) => rows.map((row) => row.id)), Effect.orDie)
+      AND purged_at IS NULL ORDER BY deleted_at DESC`.pipe(
+      Effect.map((rows) => rows.map((row) => row.id)),
+      Effect.orDie
+    )
   }
 })
 

@@ -67,7 +67,14 @@ export interface AppConfigShape {
    * ports at 10.0.2.2. Absent: neither.
    */
   readonly machineNetwork?: { readonly lan: boolean; readonly hostPorts: ReadonlyArray<number> } | undefined
+  /**
+   * `SVC_DELETED_ORG_RETENTION_DAYS`: how long a deleted organization's stopped machines, disks and
+   * snapshots are kept before they are deleted; absent: `defaultDeletedOrganizationRetentionDays`.
+   */
+  readonly deletedOrganizationRetentionDays?: number | undefined
 }
+
+export const defaultDeletedOrganizationRetentionDays = 30
 
 export interface SnapshotSettings {
   /** Snapshots one machine may hold (ready and pending, templates apart); more: `snapshot_limit_reached`. */
@@ -314,6 +321,10 @@ const load = Effect.gen(function*() {
         Config.withDefault(defaultSnapshotSettings.templatesPerOrganization)
       )
     },
+    deletedOrganizationRetentionDays: yield* Config.integer("SVC_DELETED_ORG_RETENTION_DAYS").pipe(
+      Config.validate({ message: "must be 0 or more", validation: (n) => n >= 0 }),
+      Config.withDefault(defaultDeletedOrganizationRetentionDays)
+    ),
     agentsDir: Option.getOrUndefined(
       Option.map(yield* Config.string("SVC_AGENTS_DIR").pipe(Config.option), (dir) => NodePath.resolve(dir))
     ),
