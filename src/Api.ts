@@ -11,7 +11,7 @@ import { LimitsApi } from "./limits/Api.js"
 import { MachinesApi } from "./machines/Api.js"
 import { MetricsApi } from "./metrics/Api.js"
 import { OperationsApi } from "./operations/Api.js"
-import { MembersApi } from "./organizations/Api.js"
+import { InvitationsApi, MembersApi } from "./organizations/Api.js"
 import { SnapshotsApi } from "./snapshots/Api.js"
 import { WebhooksApi } from "./webhooks/Api.js"
 
@@ -36,8 +36,9 @@ A wrong role gets 403 \`forbidden\`.
 ## Organization
 
 Routes marked [ORG] act in one organization: an API key's own (an \`X-Organization-ID\` that differs
-answers 403 \`organization_mismatch\`), or for a session \`X-Organization-ID\`, else its active
-organization, else 422. An organization the caller does not belong to answers 404.
+answers 403 \`organization_mismatch\`), or for a session \`X-Organization-ID\`, which a session must
+send (without it: 422 \`invalid_request\`, \`field_errors\` naming \`X-Organization-ID\`). An
+organization the caller does not belong to answers 404.
 
 ## Operations and idempotency
 
@@ -70,6 +71,7 @@ export class Api extends HttpApi.make("svc")
   .add(AuthApi)
   .add(ApiKeysApi)
   .add(MembersApi)
+  .add(InvitationsApi)
   .add(MachinesApi)
   .add(OperationsApi)
   .add(LimitsApi)

@@ -18,7 +18,6 @@ import { Entitlements } from "./kernel/Entitlements.js"
 import { DomainEvents } from "./kernel/events/DomainEvents.js"
 import { EventRecorders } from "./kernel/events/EventRecorders.js"
 import { RateLimiter } from "./kernel/http/RateLimiter.js"
-import { OpenInvitations } from "./kernel/Invitations.js"
 import * as Mail from "./kernel/mail/Mail.js"
 import { Gauges } from "./kernel/metrics/Gauges.js"
 import * as Database from "./kernel/sql/Database.js"
@@ -29,7 +28,7 @@ import { LimitsLive } from "./limits/Live.js"
 import { MachinesLive } from "./machines/Live.js"
 import { Metrics } from "./metrics/Metrics.js"
 import { OperationsLive } from "./operations/Live.js"
-import { OrganizationsLive } from "./organizations/Live.js"
+import { MembershipLive, OrganizationsLive } from "./organizations/Live.js"
 import { PortsLive } from "./ports/Live.js"
 import * as HostCapacity from "./runtime/HostCapacity.js"
 import * as Housekeeping from "./runtime/Housekeeping.js"
@@ -54,13 +53,13 @@ const KernelLive = Layer.mergeAll(
   Entitlements.fromConfig,
   AuditLog.layer,
   Gauges.layer,
-  // Ports whose areas are still to come: nothing to revoke, no invitations.
-  AccessRevocations.none,
-  OpenInvitations.none
+  // Ports whose areas are still to come: nothing to revoke. (OpenInvitations: OrganizationsLive.)
+  AccessRevocations.none
 ).pipe(Layer.provideMerge(Database.layer))
 
 /**
- * Identity and organizations over the kernel: what the CLI's offline commands (bootstrap) need. It
+ * Identity and organizations over the kernel (OrganizationsLive also fills the OpenInvitations port
+ * that sign-up asks): what the CLI's offline commands (bootstrap) need. It
  * starts no workers, so it is safe to use while a server runs. Needs AppConfig.
  */
 export const IdentityLive = IdentityAreaLive.pipe(
@@ -97,6 +96,7 @@ const runtimeLive = <E, R>(driver: Layer.Layer<MachineDriver, E, R>) =>
 
 /** The product areas on the runtime: each line may use the services of the lines below it. */
 const AreasLive = Metrics.layer.pipe(
+  Layer.provideMerge(MembershipLive),
   Layer.provideMerge(WebhooksLive),
   Layer.provideMerge(AgentsLive),
   Layer.provideMerge(SnapshotsLive),

@@ -29,7 +29,8 @@ import { LimitsHandlers } from "./limits/Http.js"
 import { MachinesHandlers } from "./machines/Http.js"
 import { MetricsHandlers } from "./metrics/Http.js"
 import { OperationsHandlers } from "./operations/Http.js"
-import { MembersHandlers } from "./organizations/Http.js"
+import { InvitationsHandlers, MembersHandlers } from "./organizations/Http.js"
+import { PagesLive } from "./pages/Live.js"
 import { makePortProxy, withPortProxy } from "./ports/Proxy.js"
 import { SnapshotsHandlers } from "./snapshots/Http.js"
 import { WebhooksHandlers } from "./webhooks/Http.js"
@@ -39,6 +40,7 @@ export const ApiLive = HttpApiBuilder.api(Api).pipe(
     AuthHandlers,
     ApiKeysHandlers,
     MembersHandlers,
+    InvitationsHandlers,
     MachinesHandlers,
     OperationsHandlers,
     LimitsHandlers,
@@ -111,6 +113,7 @@ export const RoutesLive = Layer.unwrapEffect(
         edge(config.maxBodyBytes, durability, { routeOf: routeIndex(Api), logLevel: config.logLevel })
       ).pipe(
         Layer.provide(DocsLive),
+        Layer.provide(PagesLive),
         Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/v1/openapi.json" })),
         Layer.provide(ProblemsLive),
         Layer.provide(ApiLive),

@@ -83,6 +83,12 @@ const make = Effect.gen(function*() {
         }
         yield* repo.revoke(row.value.id, yield* Clock.currentTimeMillis)
       }),
+    /**
+     * Ends the keys held in the organization: one member's (they were removed) or everyone's (it was
+     * deleted). Answers how many live keys were revoked.
+     */
+    revokeHeldBy: (organizationId: string, userId: string | null) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) => repo.revokeHeldBy(organizationId, userId, now)),
     /** The live key this text names: malformed, unknown, expired and revoked keys are all invalid. */
     authenticate: (text: string) =>
       Effect.gen(function*() {

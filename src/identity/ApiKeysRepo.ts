@@ -51,6 +51,16 @@ const make = Effect.gen(function*() {
         ORDER BY created_at DESC, id`.pipe(Effect.orDie),
     revoke: (id: string, now: number) =>
       Effect.orDie(sql`UPDATE api_keys SET revoked_at = ${now} WHERE id = ${id} AND revoked_at IS NULL`),
+    /** Revokes the live keys of the organization (of one creator when `userId` is given); answers how many. */
+    revokeHeldBy: (organizationId: string, userId: string | null, now: number) =>
+      (userId === null
+        ? sql<{ id: string }>`UPDATE api_keys SET revoked_at = ${now}
+            WHERE organization_id = ${organizationId} AND revoked_at IS NULL AND expires_at > ${now} RETURNING id`
+        : sql<{ id: string }>`UPDATE api_keys SET revoked_at = ${now} WHERE organization_id = ${organizationId}
+            AND created_by = ${userId} AND revoked_at IS NULL AND expires_at > ${now} RETURNING id`).pipe(
+          Effect.map((rows) => rows.length),
+          Effect.orDie
+        ),
     touch: (id: string, now: number) => Effect.orDie(sql`UPDATE api_keys SET last_used_at = ${now} WHERE id = ${id}`)
   }
 })

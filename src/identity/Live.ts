@@ -11,8 +11,12 @@ import { ApiKeys } from "./ApiKeys.js"
 import { ApiKeysRepo } from "./ApiKeysRepo.js"
 import { EmailSignIn } from "./EmailSignIn.js"
 import { EmailSignInsRepo } from "./EmailSignInsRepo.js"
+import { IdentitiesRepo } from "./IdentitiesRepo.js"
+import { OidcSignIn } from "./OidcSignIn.js"
+import { OidcSignInsRepo } from "./OidcSignInsRepo.js"
 import { Sessions } from "./Sessions.js"
 import { SessionsRepo } from "./SessionsRepo.js"
+import { SignInMethods } from "./SignInMethods.js"
 import { UsersRepo } from "./UsersRepo.js"
 
 /** What Authenticate asks of identity: keys, sessions and users here, memberships from Organizations. */
@@ -50,10 +54,19 @@ const CredentialsLive = Layer.effect(
   })
 )
 
-const ServicesLive = EmailSignIn.layer.pipe(
+const ServicesLive = Layer.mergeAll(EmailSignIn.layer, OidcSignIn.layer, SignInMethods.layer).pipe(
   Layer.provideMerge(Accounts.layer),
   Layer.provideMerge(Layer.mergeAll(ApiKeys.layer, Sessions.layer)),
-  Layer.provide(Layer.mergeAll(UsersRepo.layer, SessionsRepo.layer, EmailSignInsRepo.layer, ApiKeysRepo.layer))
+  Layer.provide(
+    Layer.mergeAll(
+      UsersRepo.layer,
+      SessionsRepo.layer,
+      EmailSignInsRepo.layer,
+      ApiKeysRepo.layer,
+      IdentitiesRepo.layer,
+      OidcSignInsRepo.layer
+    )
+  )
 )
 
 export const IdentityLive = Authenticate.layer.pipe(

@@ -49,6 +49,9 @@ const make = Effect.gen(function*() {
         return Option.filter(row, (session) => session.revoked_at === null && session.expires_at > now)
       }),
     revoke: (id: string) => Effect.flatMap(Clock.currentTimeMillis, (now) => repo.revoke(id, now)),
+    /** Sessions that had this organization active (of one user, or of all) have none any more: they left it. */
+    forgetOrganization: (organizationId: string, userId: string | null) =>
+      repo.clearActiveOrganization(organizationId, userId),
     /** The organization the session acts in without X-Organization-ID: one of the user's, or none. */
     setActiveOrganization: (session: { readonly id: string; readonly userId: string }, organizationId: string | null) =>
       Effect.gen(function*() {

@@ -24,6 +24,13 @@ const make = Effect.gen(function*() {
       ),
     revoke: (id: string, now: number) =>
       Effect.orDie(sql`UPDATE sessions SET revoked_at = ${now} WHERE id = ${id} AND revoked_at IS NULL`),
+    clearActiveOrganization: (organizationId: string, userId: string | null) =>
+      Effect.orDie(
+        userId === null
+          ? sql`UPDATE sessions SET active_organization_id = NULL WHERE active_organization_id = ${organizationId}`
+          : sql`UPDATE sessions SET active_organization_id = NULL
+              WHERE active_organization_id = ${organizationId} AND user_id = ${userId}`
+      ),
     setActiveOrganization: (id: string, organizationId: string | null) =>
       Effect.orDie(sql`UPDATE sessions SET active_organization_id = ${organizationId} WHERE id = ${id}`)
   }

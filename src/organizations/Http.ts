@@ -5,29 +5,76 @@ import { Accounts } from "../identity/Accounts.js"
 import { Sessions } from "../identity/Sessions.js"
 import { currentCredential, currentOrganization, currentUser } from "../kernel/http/CallerContext.js"
 import { iso } from "../kernel/http/Dto.js"
+import { OrganizationDeletion } from "./Deletion.js"
+import { Invitations } from "./Invitations.js"
+import type { InvitationRow } from "./InvitationsRepo.js"
+import { type Actor, Members } from "./Members.js"
 import { Organizations } from "./Organizations.js"
+import type { MemberWithEmail } from "./Repo.js"
+
+/** The member acting in the route's organization. */
+const currentActor = Effect.gen(function*() {
+  const organization = yield* currentOrganization
+  const user = yield* currentUser
+  return { organizationId: organization.id, userId: user.id, role: organization.role } satisfies Actor
+})
+
+/** The signed-in session's user and id (routes of access S). */
+const currentInvitee = Effect.gen(function*() {
+  const user = yield* currentUser
+  const credential = yield* currentCredential
+  return { userId: user.id, sessionId: credential.id }
+})
+
+/** Usage is zero until metering exists. */
+const memberDto = (member: MemberWithEmail & { readonly running_machines: number }) => ({
+  user_id: member.user_id,
+  email: member.email,
+  role: member.role,
+  joined_at: iso(member.joined_at),
+  max_running_machines: member.max_running_machines,
+  running_machines: member.running_machines,
+  usage_this_month: { cost_micros: 0, seconds: 0 }
+})
+
+const invitationDto = (row: InvitationRow) => ({
+  id: row.id,
+  organization_id: row.organization_id,
+  invited_by: row.invited_by,
+  email: row.email,
+  role: row.role,
+  created_at: iso(row.created_at),
+  expires_at: iso(row.expires_at)
+})
 
 export const MembersHandlers = HttpApiBuilder.group(Api, "members", (handlers) =>
   Effect.gen(function*() {
     const accounts = yield* Accounts
     const sessions = yield* Sessions
     const organizations = yield* Organizations
+    const members = yield* Members
+    const deletion = yield* OrganizationDeletion
     return handlers
       .handle("list", () =>
         Effect.gen(function*() {
           const organization = yield* currentOrganization
-          const members = yield* organizations.members(organization.id)
-          return {
-            items: members.map((member) => ({
-              user_id: member.user_id,
-              email: member.email,
-              role: member.role,
-              joined_at: iso(member.joined_at),
-              max_running_machines: member.max_running_machines,
-              running_machines: member.running_machines,
-              usage_this_month: { cost_micros: 0, seconds: 0 }
-            }))
-          }
+          return { items: (yield* organizations.members(organization.id)).map(memberDto) }
+        }))
+      .handle("update", ({ path, payload }) =>
+        Effect.flatMap(currentActor, (actor) =>
+          Effect.map(members.change(actor, path.user_id.toLowerCase(), payload), memberDto)))
+      .handle("remove", ({ path }) =>
+        Effect.flatMap(currentActor, (actor) =>
+          members.remove(actor, path.user_id.toLowerCase())))
+      .handle("transfer", ({ payload }) =>
+        Effect.flatMap(currentActor, (actor) =>
+          members.transfer(actor, payload.user_id.toLowerCase())))
+      .handle("deleteOrganization", () =>
+        Effect.gen(function*() {
+          const credential = yield* currentCredential
+          // Access S: the credential is a session.
+          const signedInAt = credential.kind === "session" ? credential.authenticatedAt : 0
+          return yield* deletion.delete(yield* currentActor, signedInAt)
         }))
       .handle("me", () =>
         Effect.gen(function*() {
@@ -58,4 +105,31 @@ export const MembersHandlers = HttpApiBuilder.group(Api, "members", (handlers) =
           yield* sessions.setActiveOrganization({ id: credential.id, userId: user.id }, organizationId)
           return { active_organization_id: organizationId }
         }))
+  }))
+
+export const InvitationsHandlers = HttpApiBuilder.group(Api, "invitations", (handlers) =>
+  Effect.gen(function*() {
+    const invitations = yield* Invitations
+    return handlers
+      .handle("list", () =>
+        Effect.flatMap(currentOrganization, (organization) =>
+          Effect.map(invitations.listOpen(organization.id), (rows) => ({ items: rows.map(invitationDto) }))))
+      .handle("create", ({ payload }) =>
+        Effect.flatMap(currentActor, (actor) =>
+          Effect.map(invitations.invite(actor, payload.email, payload.role), invitationDto)))
+      .handle("revoke", ({ path }) =>
+        Effect.flatMap(currentOrganization, (organization) =>
+          invitations.revoke(organization.id, path.invitation_id.toLowerCase())))
+      .handle("preview", ({ urlParams }) =>
+        Effect.map(invitations.preview(urlParams.token), ({ invitation, organization, state }) => ({
+          organization_id: organization.id,
+          organization_name: organization.name,
+          email: invitation.email,
+          role: invitation.role,
+          expires_at: iso(invitation.expires_at),
+          state
+        })))
+      .handle("accept", ({ payload }) =>
+        Effect.flatMap(currentInvitee, (invitee) =>
+          invitations.accept(invitee, payload.token)))
   }))

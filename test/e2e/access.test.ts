@@ -50,6 +50,14 @@ const routes: ReadonlyArray<Route> = [
     json: (org) => ({ organization_id: org }),
     ok: 200
   },
+  { access: "S", method: "GET", path: (org) => `/v1/organizations/${org}/invitations`, ok: 200 },
+  {
+    access: "S",
+    method: "POST",
+    path: (org) => `/v1/organizations/${org}/invitations`,
+    json: () => ({ email: "invitee@example.com", role: "member" }),
+    ok: 201
+  },
   { access: "S", method: "POST", path: () => "/v1/auth/logout", ok: 204 }
 ]
 
@@ -90,7 +98,7 @@ describe("authentication and access matrix", () => {
           .api_key.id
         const send = (headers: Record<string, string>) =>
           browser.http(route.method, route.path(owner.organization_id, victim), {
-            headers,
+            headers: { ...headers, "x-organization-id": owner.organization_id },
             ...(route.json ? { json: route.json(owner.organization_id) } : {})
           })
         if (route.method !== "GET") {
@@ -133,7 +141,7 @@ describe("authentication and access matrix", () => {
       assert.strictEqual(cookie.body.code, "unauthenticated")
     }))
 
-  it.scoped("X-Organization-ID: a key fixes the organization; a session needs it or an active one", () =>
+  it.scoped("X-Organization-ID: a key fixes the organization; a session must send it", () =>
     Effect.gen(function*() {
       const server = yield* startServer()
       const { browser, full, owner, stranger } = yield* setup(server)
@@ -146,7 +154,13 @@ describe("authentication and access matrix", () => {
       assert.strictEqual(malformed.status, 422)
       assert.strictEqual(malformed.body.field_errors[0].field, "X-Organization-ID")
 
-      assert.strictEqual((yield* browser.http("GET", "/v1/api-keys")).status, 200)
+      // A session names the organization on every [ORG] request, active organization or not.
+      const withoutHeader = yield* browser.http("GET", "/v1/api-keys")
+      assert.strictEqual(withoutHeader.status, 422)
+      assert.strictEqual(withoutHeader.body.code, "invalid_request")
+      assert.deepStrictEqual(withoutHeader.body.field_errors, [
+        { field: "X-Organization-ID", message: "is required with a browser session" }
+      ])
       assert.strictEqual((yield* browser.http("GET", "/v1/api-keys", withHeader(owner.organization_id))).status, 200)
       const foreign = yield* browser.http("GET", "/v1/api-keys", withHeader(stranger.organization_id))
       assert.strictEqual(foreign.status, 404)
@@ -156,9 +170,7 @@ describe("authentication and access matrix", () => {
         json: { organization_id: null }
       })
       assert.deepStrictEqual(cleared.body, { active_organization_id: null })
-      const needsHeader = yield* browser.http("GET", "/v1/api-keys")
-      assert.strictEqual(needsHeader.status, 422)
-      assert.strictEqual(needsHeader.body.field_errors[0].field, "X-Organization-ID")
+      assert.strictEqual((yield* browser.http("GET", "/v1/api-keys")).status, 422)
       const notMember = yield* browser.http("PUT", "/v1/me/active-organization", {
         headers: browser.withCsrf,
         json: { organization_id: stranger.organization_id }

@@ -17,12 +17,16 @@ import { assert, describe, it } from "@effect/vitest"
 import { Arbitrary, Effect, FastCheck as fc, Logger, LogLevel, Option, Schema, SchemaAST } from "effect"
 import { Api } from "../../src/Api.js"
 import { makeClient, WaitTimeout } from "../../src/index.js"
+import { invite, joined } from "../support/Members.js"
+import { signIn } from "../support/SignIn.js"
 import { startServer } from "../support/TestServer.js"
 
 const runs = Number(process.env["FUZZ_RUNS"] ?? 10_000)
 const seed = process.env["FUZZ_SEED"] === undefined
   ? Math.floor(Math.random() * 2 ** 31)
   : Number(process.env["FUZZ_SEED"])
+/** FUZZ_SESSION_RUNS (2,000) for the session-only routes of members and invitations. */
+const sessionRuns = Number(process.env["FUZZ_SESSION_RUNS"] ?? 2_000)
 const requestBound = 15_000
 /** FUZZ_VERBOSE=1 writes the seed and progress to stderr as the run goes. */
 const progress = (line: string) => {
@@ -236,15 +240,45 @@ const pathSegment = (ids: fc.Arbitrary<string>) =>
     { weight: 1, arbitrary: fc.constantFrom("%", "%zz", "%00", "..", "%2e%2e", "%2F", "a%2Fb", ";", "8080", "-1") }
   )
 
-const requests = (context: { readonly key: string; readonly orgId: string; readonly ids: ReadonlyArray<string> }) => {
+/** A signed-in browser's cookies and CSRF token: the session routes' requests carry them. */
+interface BrowserSession {
+  readonly cookie: string
+  readonly csrf: string
+}
+
+const requests = (context: {
+  readonly key: string
+  readonly orgId: string
+  readonly ids: ReadonlyArray<string>
+  /** Sent mostly instead of the key (session-only routes), with its CSRF token. */
+  readonly session?: BrowserSession | undefined
+  /** The routes to send to; all by default. */
+  readonly only?: ((route: Route) => boolean) | undefined
+}) => {
   const ids = fc.constantFrom(...context.ids)
   const header = fc.string({ maxLength: 60 }).map((s) => s.trim())
+  const junkAuthorization = fc.oneof(
+    fc.constantFrom("Bearer svc_junk", `Bearer ${context.key}x`, "Basic eDp5", "Bearer"),
+    header.map((s) => `Bearer ${s}`)
+  )
+  const session = context.session
+  const sessionHeaders = session === undefined ? {} : {
+    authorization: fc.oneof(
+      { weight: 20, arbitrary: fc.constant(undefined) },
+      { weight: 1, arbitrary: fc.constant(`Bearer ${context.key}`) },
+      { weight: 1, arbitrary: junkAuthorization }
+    ),
+    cookie: fc.oneof(
+      { weight: 30, arbitrary: fc.constant(session.cookie) },
+      { weight: 1, arbitrary: header.map((s) => `svc_session=${encode(s)}; svc_csrf=x`) }
+    ),
+    "x-csrf-token": fc.oneof({ weight: 30, arbitrary: fc.constant(session.csrf) }, { weight: 1, arbitrary: header })
+  }
   const headers = fc.record({
     authorization: fc.oneof(
       { weight: 40, arbitrary: fc.constant(`Bearer ${context.key}`) },
       { weight: 1, arbitrary: fc.constant(undefined) },
-      { weight: 1, arbitrary: fc.constantFrom("Bearer svc_junk", `Bearer ${context.key}x`, "Basic eDp5", "Bearer") },
-      { weight: 1, arbitrary: header.map((s) => `Bearer ${s}`) }
+      { weight: 2, arbitrary: junkAuthorization }
     ),
     "content-type": fc.oneof(
       { weight: 16, arbitrary: fc.constant("application/json") },
@@ -279,9 +313,10 @@ const requests = (context: { readonly key: string; readonly orgId: string; reado
       freq: 8
     }),
     cookie: fc.option(header.map((s) => `svc_session=${encode(s)}; svc_csrf=x`), { nil: undefined, freq: 10 }),
-    "x-csrf-token": fc.option(header, { nil: undefined, freq: 10 })
-  }, { requiredKeys: [] })
-  const perRoute = routes.map((route) => {
+    "x-csrf-token": fc.option(header, { nil: undefined, freq: 10 }),
+    ...sessionHeaders
+  }, { requiredKeys: session === undefined ? [] : ["cookie", "x-csrf-token"] })
+  const perRoute = routes.filter(context.only ?? (() => true)).map((route) => {
     const valid = validBodies(route)
     const junkObject = fc.tuple(
       fc.record(Object.fromEntries(route.fields.map((field) => [field, jsonValue(ids)])), { requiredKeys: [] }),
@@ -358,6 +393,47 @@ const show = (request: Generated) =>
     JSON.stringify(request.headers).slice(0, 300)
   } body=${JSON.stringify(request.body?.slice(0, 300))}`
 
+/**
+ * Sends `runs` generated requests; answers the failures (500s, hangs) and the count of each status.
+ * Every 500 is collected, not only the first; a request with no answer ends the run after three.
+ */
+const fuzz = (
+  server: string,
+  arbitrary: fc.Arbitrary<Generated>,
+  runs: number,
+  onAnswer?: (request: Generated, answer: Answer) => void
+) =>
+  Effect.promise(async () => {
+    const failures: Array<string> = []
+    const statuses = new Map<number, number>()
+    let broken = 0
+    let sent = 0
+    const started = Date.now()
+    await fc.assert(
+      fc.asyncProperty(arbitrary, async (request) => {
+        if (++sent % 250 === 0) progress(`${sent} requests, ${(Date.now() - started) / 1000} s`)
+        const answer = await send(server, request).catch((error: Error) => {
+          failures.push(error.message)
+          return undefined
+        })
+        if (answer === undefined) return ++broken < 3
+        statuses.set(answer.status, (statuses.get(answer.status) ?? 0) + 1)
+        onAnswer?.(request, answer)
+        if (answer.status === 500 && failures.length < 50) {
+          failures.push(`500: ${show(request)} -> ${answer.text.slice(0, 200)}`)
+        }
+        return true
+      }),
+      { numRuns: runs, seed, endOnFailure: true }
+    ).catch((error: Error) => {
+      failures.push(error.message.split("\n").slice(0, 2).join(" "))
+    })
+    return { failures, statuses, seconds: (Date.now() - started) / 1000 }
+  })
+
+const statusLine = (statuses: Map<number, number>) =>
+  JSON.stringify(Object.fromEntries([...statuses].sort(([a], [b]) => a - b)))
+
 describe("fuzz: every route at the door", () => {
   it.scopedLive(
     "thousands of generated requests: never a 500, never a hang, and the machines still run an exec",
@@ -378,45 +454,20 @@ describe("fuzz: every route at the door", () => {
           owner.organization_id,
           "0190d9a2-0000-7000-8000-000000000001"
         ]
-        const failures: Array<string> = []
-        let broken = 0
         const acceptedFor = new Map<string, Array<Generated>>()
-        let sent = 0
         progress(`seed ${seed}`)
-        const started = Date.now()
-        const statuses = new Map<number, number>()
-        // Every 500 is collected, not only the first; a request with no answer ends the run after three.
-        yield* Effect.promise(() =>
-          fc.assert(
-            fc.asyncProperty(requests({ key: owner.api_key, orgId: owner.organization_id, ids }), async (request) => {
-              if (++sent % 250 === 0) progress(`${sent} requests, ${(Date.now() - started) / 1000} s`)
-              const answer = await send(server.url, request).catch((error: Error) => {
-                failures.push(error.message)
-                return undefined
-              })
-              if (answer === undefined) return ++broken < 3
-              statuses.set(answer.status, (statuses.get(answer.status) ?? 0) + 1)
-              if (answer.status === 202) {
-                const machineId = (JSON.parse(answer.text) as { machine_id?: string }).machine_id
-                if (machineId !== undefined) {
-                  acceptedFor.set(machineId, [...(acceptedFor.get(machineId) ?? []), request])
-                }
-              }
-              if (answer.status === 500 && failures.length < 50) {
-                failures.push(`500: ${show(request)} -> ${answer.text.slice(0, 200)}`)
-              }
-              return true
-            }),
-            { numRuns: runs, seed, endOnFailure: true }
-          ).catch((error: Error) => {
-            failures.push(error.message.split("\n").slice(0, 2).join(" "))
-          })
+        const { failures, seconds, statuses } = yield* fuzz(
+          server.url,
+          requests({ key: owner.api_key, orgId: owner.organization_id, ids }),
+          runs,
+          (request, answer) => {
+            if (answer.status !== 202) return
+            const machineId = (JSON.parse(answer.text) as { machine_id?: string }).machine_id
+            if (machineId !== undefined) acceptedFor.set(machineId, [...(acceptedFor.get(machineId) ?? []), request])
+          }
         )
-        const fuzzSeconds = (Date.now() - started) / 1000
         console.log(
-          `fuzz (FUZZ_SEED=${seed}): ${runs} requests in ${fuzzSeconds.toFixed(1)} s; statuses ${
-            JSON.stringify(Object.fromEntries([...statuses].sort(([a], [b]) => a - b)))
-          }`
+          `fuzz (FUZZ_SEED=${seed}): ${runs} requests in ${seconds.toFixed(1)} s; statuses ${statusLine(statuses)}`
         )
 
         progress("checking the machines")
@@ -472,6 +523,39 @@ describe("fuzz: every route at the door", () => {
         // The server's own fibers (actors retrying, say) log at error level only, like its requests.
         Logger.withMinimumLogLevel(LogLevel.Error)
       ),
+    { timeout: 600_000 }
+  )
+
+  it.scopedLive(
+    "a signed-in owner's session at the member and invitation routes: never a 500, never a hang",
+    () =>
+      Effect.gen(function*() {
+        const server = yield* startServer({ logLevel: "error" })
+        const owner = yield* server.bootstrap("fuzz@example.com")
+        const browser = yield* signIn(server, "fuzz@example.com")
+        const org = owner.organization_id
+        const admin = yield* joined(server, browser, org, "admin@example.com", "admin")
+        const member = yield* joined(server, browser, org, "member@example.com", "member")
+        const pending = yield* invite(server, browser, org, "pending@example.com", "operator")
+        const ids = [org, owner.user_id, admin.userId, member.userId, pending.invitation.id, pending.token]
+        // Deleting the organization would leave every later request a 404: its own tests cover it.
+        const only = (route: Route) =>
+          /^(members|invitations)\./.test(route.name) && route.name !== "members.deleteOrganization"
+        const session = { cookie: browser.jar.header(), csrf: browser.csrf }
+        const { failures, seconds, statuses } = yield* fuzz(
+          server.url,
+          requests({ key: owner.api_key, orgId: org, ids, session, only }),
+          sessionRuns
+        )
+        console.log(
+          `fuzz sessions (FUZZ_SEED=${seed}): ${sessionRuns} requests in ${seconds.toFixed(1)} s; statuses ${
+            statusLine(statuses)
+          }`
+        )
+        // The valid bodies reached the services, not only the door.
+        assert.isAbove([...statuses].filter(([status]) => status < 300).reduce((n, [, count]) => n + count, 0), 0)
+        assert.deepStrictEqual(failures, [], `replay with FUZZ_SEED=${seed} FUZZ_SESSION_RUNS=${sessionRuns}`)
+      }).pipe(Logger.withMinimumLogLevel(LogLevel.Error)),
     { timeout: 600_000 }
   )
 })

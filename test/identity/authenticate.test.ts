@@ -62,7 +62,7 @@ describe("Authenticate", () => {
       Effect.gen(function*() {
         const { cookies, owner } = yield* setup
         const other = yield* (yield* Sessions).create(owner.user_id, owner.organization_id)
-        const requirement: Requirement = { access: "F", organization: "header" }
+        const requirement: Requirement = { access: "F", organization: "none" }
         yield* authenticate(requestOf("GET", { cookies }), requirement)
         yield* authenticate(requestOf("HEAD", { cookies }), requirement)
         const post = (headers: Record<string, string>, jar: Record<string, string> = cookies) =>
@@ -206,13 +206,12 @@ describe("Authenticate", () => {
       })
     ))
 
-  it.scoped("X-Organization-ID with a session: the header, else the active organization, else 422", () =>
+  it.scoped("X-Organization-ID with a session: required on [ORG] routes, even with an active organization", () =>
     withAreas(() =>
       Effect.gen(function*() {
         const { cookies, owner, stranger } = yield* setup
         const session = (headers: Record<string, string> = {}, jar = cookies) =>
           requestOf("GET", { headers, cookies: jar })
-        assert.deepStrictEqual(yield* organizationOf(session(), header), Option.some(owner.organization_id))
         assert.deepStrictEqual(
           yield* organizationOf(session({ "x-organization-id": owner.organization_id }), header),
           Option.some(owner.organization_id)
@@ -222,15 +221,18 @@ describe("Authenticate", () => {
           "resource_not_found"
         )
         const noActive = yield* (yield* Sessions).create(owner.user_id, null)
-        const bare = session({}, { svc_session: noActive.token, svc_csrf: noActive.csrf })
-        const needsHeader = yield* Effect.flip(authenticate(bare, header))
-        assert.strictEqual(needsHeader._tag, "invalid_request")
-        assert.deepStrictEqual(
-          (needsHeader as { field_errors?: ReadonlyArray<{ field: string }> }).field_errors?.map((e) => e.field),
-          ["X-Organization-ID"]
-        )
-        // Routes outside an organization do not need one.
-        yield* authenticate(bare, { access: "R", organization: "none" })
+        // The session of setup has its organization active; neither may leave the header out.
+        for (const bare of [session(), session({}, { svc_session: noActive.token, svc_csrf: noActive.csrf })]) {
+          const needsHeader = yield* Effect.flip(authenticate(bare, header))
+          assert.strictEqual(needsHeader._tag, "invalid_request")
+          assert.deepStrictEqual(
+            (needsHeader as { field_errors?: ReadonlyArray<{ field: string }> }).field_errors?.map((e) => e.field),
+            ["X-Organization-ID"]
+          )
+          // Routes outside an organization, or naming it in the path, do not need it.
+          yield* authenticate(bare, { access: "R", organization: "none" })
+          yield* authenticate(bare, { access: "R", organization: { path: owner.organization_id } })
+        }
       })
     ))
 })

@@ -67,6 +67,8 @@ export const testConfig = (dataDir: string, port: number, overrides: Partial<App
   mail: { kind: "outbox", dir: NodePath.join(dataDir, "outbox") },
   mailFrom: undefined,
   oidcProviders: [],
+  // Most tests sign up new addresses freely; the sign-up policy's own tests set invite_only.
+  signup: "open",
   payments: Option.none(),
   billing: "unlimited",
   webhookAllowPrivate: true,

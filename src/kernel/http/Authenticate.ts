@@ -61,7 +61,7 @@ export const headerOf = (request: RequestFacts, name: string): string | undefine
 
 /**
  * Where a route's organization comes from:
- * - `header`: X-Organization-ID ([ORG]); an API key fixes it, a session falls back to its active one;
+ * - `header`: X-Organization-ID ([ORG]); an API key fixes it (the header may repeat it), a session must send it;
  * - `{ path }`: the organization a path names (X-Organization-ID, if sent, must still be a UUID);
  * - `{ resource }`: the organization owning what a raw route reaches (a machine's port); the header
  *   is not svc's there and is ignored.
@@ -205,13 +205,15 @@ const make = Effect.gen(function*() {
         }
         return credential.organizationId
       }
-      const chosen = header?.toLowerCase() ?? credential.activeOrganizationId
-      if (chosen === null) {
+      // A session names its organization on every [ORG] request: a page open in two tabs on two
+      // organizations must never act in the one chosen last (the active organization is the pages' default).
+      if (header === undefined) {
         return yield* new InvalidRequest({
+          detail: "Send X-Organization-ID with a browser session",
           field_errors: [{ field: "X-Organization-ID", message: "is required with a browser session" }]
         })
       }
-      return chosen
+      return header.toLowerCase()
     })
 
   const callerOf = (request: RequestFacts, requirement: Requirement) =>

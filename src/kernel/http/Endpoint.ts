@@ -140,8 +140,8 @@ const organizationHeader = {
   in: "header",
   required: false,
   description: "The organization to act in ([ORG]). An API key fixes its organization: when sent, this must " +
-    "match it (`organization_mismatch`). With a session it is required unless an active organization is set " +
-    "(`PUT /v1/me/active-organization`).",
+    "match it (`organization_mismatch`). With a session it is required: without it the route answers 422 " +
+    "`invalid_request` naming `X-Organization-ID` in `field_errors`.",
   schema: { type: "string", format: "uuid" }
 }
 

@@ -1,0 +1,98 @@
+/**
+ * The pages svc serves at `{ui_url}` (src/pages/Kit.ts is their kit): one router entry per page,
+ * outside the published API. A page reads its services here and renders with the kit; pages that
+ * need a signed-in user send others to `/sign-in` with a `return_to` back.
+ */
+import { HttpApiBuilder, HttpServerRequest } from "@effect/platform"
+import { Effect, Option } from "effect"
+import { Accounts } from "../identity/Accounts.js"
+import { safeReturnTo } from "../identity/EmailSignIn.js"
+import { SignInMethods } from "../identity/SignInMethods.js"
+import { AppConfig } from "../kernel/config/AppConfig.js"
+import { Authenticate } from "../kernel/http/Authenticate.js"
+import { Invitations } from "../organizations/Invitations.js"
+import { Organizations } from "../organizations/Organizations.js"
+import { homePage } from "./HomePage.js"
+import { invitationPage } from "./InvitationPage.js"
+import { pageResponse, redirect } from "./Kit.js"
+import { signInPage } from "./SignInPage.js"
+import { returnToOf, viewerOf } from "./Viewer.js"
+
+export const PagesLive = HttpApiBuilder.Router.use((router) =>
+  Effect.gen(function*() {
+    const config = yield* AppConfig
+    const authenticate = yield* Authenticate
+    const methods = yield* SignInMethods
+    const organizations = yield* Organizations
+    const invitations = yield* Invitations
+    const accounts = yield* Accounts
+    /** The UI's path prefix: pages live under `{ui_url}`, which may have a path of its own. */
+    const uiPath = new URL(config.uiUrl).pathname.replace(/\/$/, "")
+    const signInFirst = (request: HttpServerRequest.HttpServerRequest) =>
+      redirect(`${config.uiUrl}/sign-in?return_to=${encodeURIComponent(returnToOf(request, uiPath))}`)
+
+    yield* router.get(
+      `${uiPath}/sign-in` as `/${string}`,
+      Effect.gen(function*() {
+        const request = yield* HttpServerRequest.HttpServerRequest
+        const query = new URL(request.url, "http://x").searchParams
+        const viewer = yield* viewerOf(authenticate, request)
+        return pageResponse(signInPage({
+          apiBase: config.baseUrl,
+          uiUrl: config.uiUrl,
+          returnTo: safeReturnTo(query.get("return_to")),
+          error: query.get("error") ?? undefined,
+          access: methods.access,
+          waitlistUrl: methods.waitlistUrl,
+          providers: methods.providers,
+          signedInAs: Option.getOrUndefined(Option.map(viewer, (user) => user.email))
+        }))
+      })
+    )
+
+    // The invitee signs in first (an invited address may create its account), then sees what the
+    // invitation is for and accepts it with one button.
+    yield* router.get(
+      `${uiPath}/invitations/accept` as `/${string}`,
+      Effect.gen(function*() {
+        const request = yield* HttpServerRequest.HttpServerRequest
+        const viewer = yield* viewerOf(authenticate, request)
+        if (Option.isNone(viewer)) return signInFirst(request)
+        const token = new URL(request.url, "http://x").searchParams.get("token") ?? ""
+        const found = yield* Effect.option(invitations.preview(token))
+        const invitation = Option.isNone(found) ? undefined : {
+          organizationName: found.value.organization.name,
+          email: found.value.invitation.email,
+          role: found.value.invitation.role,
+          expiresAt: found.value.invitation.expires_at,
+          state: found.value.state,
+          forViewer: Option.getOrNull(yield* accounts.userIdOfAddress(found.value.invitation.email)) === viewer.value.id
+        }
+        const page = invitationPage({
+          apiBase: config.baseUrl,
+          uiUrl: config.uiUrl,
+          signedInAs: viewer.value.email,
+          token,
+          invitation
+        })
+        return pageResponse(page, invitation === undefined ? 404 : 200)
+      })
+    )
+
+    yield* router.get(
+      `${uiPath}/` as `/${string}`,
+      Effect.gen(function*() {
+        const request = yield* HttpServerRequest.HttpServerRequest
+        const viewer = yield* viewerOf(authenticate, request)
+        if (Option.isNone(viewer)) return signInFirst(request)
+        const memberships = yield* organizations.organizationsOf(viewer.value.id)
+        return pageResponse(homePage({
+          apiBase: config.baseUrl,
+          uiUrl: config.uiUrl,
+          email: viewer.value.email,
+          organizations: memberships.map((m) => ({ id: m.organization_id, name: m.name, role: m.role }))
+        }))
+      })
+    )
+  })
+)
