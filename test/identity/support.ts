@@ -14,6 +14,7 @@ import type { RequestFacts } from "../../src/kernel/http/Authenticate.js"
 import { RateLimiter } from "../../src/kernel/http/RateLimiter.js"
 import * as Mail from "../../src/kernel/mail/Mail.js"
 import { readOutbox } from "../../src/kernel/mail/Outbox.js"
+import { OrganizationStanding } from "../../src/kernel/OrganizationStanding.js"
 import * as Database from "../../src/kernel/sql/Database.js"
 import { OrganizationsLive } from "../../src/organizations/Live.js"
 import { PortsLive } from "../../src/ports/Live.js"
@@ -31,7 +32,7 @@ export const areasLayer = (config: AppConfigShape) =>
   PortsLive.pipe(
     Layer.provideMerge(IdentityLive),
     Layer.provideMerge(OrganizationsLive),
-    Layer.provideMerge(Layer.mergeAll(MachinesRepo.layer, Mail.layer, RateLimiter.layer)),
+    Layer.provideMerge(Layer.mergeAll(MachinesRepo.layer, Mail.layer, RateLimiter.layer, OrganizationStanding.none)),
     Layer.provideMerge(Database.layerFile(config.databaseFile)),
     Layer.provideMerge(Layer.succeed(AppConfig, config))
   )
