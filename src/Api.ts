@@ -10,6 +10,7 @@ import { publishDocument } from "./kernel/http/Endpoint.js"
 import { LimitsApi } from "./limits/Api.js"
 import { MachinesApi } from "./machines/Api.js"
 import { OperationsApi } from "./operations/Api.js"
+import { OperatorApi } from "./operator/Api.js"
 import { MembersApi } from "./organizations/Api.js"
 import { SnapshotsApi } from "./snapshots/Api.js"
 import { WebhooksApi } from "./webhooks/Api.js"
@@ -76,6 +77,7 @@ export class Api extends HttpApi.make("svc")
   .add(SnapshotsApi)
   .add(AgentsApi)
   .add(WebhooksApi)
+  .add(OperatorApi)
   .annotate(OpenApi.Title, "svc")
   .annotate(OpenApi.Version, "1")
   .annotate(OpenApi.Description, description)

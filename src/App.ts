@@ -27,6 +27,7 @@ import { IdempotencyKeysRepo } from "./kernel/sql/IdempotencyKeysRepo.js"
 import { LimitsLive } from "./limits/Live.js"
 import { MachinesLive } from "./machines/Live.js"
 import { OperationsLive } from "./operations/Live.js"
+import { OperatorLive, OperatorStandingLive } from "./operator/Live.js"
 import { OrganizationsLive } from "./organizations/Live.js"
 import { PortsLive } from "./ports/Live.js"
 import * as HostCapacity from "./runtime/HostCapacity.js"
@@ -53,7 +54,8 @@ const KernelLive = Layer.mergeAll(
   AuditLog.layer,
   // Ports whose areas are still to come: nothing to revoke, no invitations.
   AccessRevocations.none,
-  OpenInvitations.none
+  OpenInvitations.none,
+  OperatorStandingLive
 ).pipe(Layer.provideMerge(Database.layer))
 
 /**
@@ -93,7 +95,8 @@ const runtimeLive = <E, R>(driver: Layer.Layer<MachineDriver, E, R>) =>
   )
 
 /** The product areas on the runtime: each line may use the services of the lines below it. */
-const AreasLive = WebhooksLive.pipe(
+const AreasLive = OperatorLive.pipe(
+  Layer.provideMerge(WebhooksLive),
   Layer.provideMerge(AgentsLive),
   Layer.provideMerge(SnapshotsLive),
   Layer.provideMerge(EnvironmentsLive),

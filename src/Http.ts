@@ -28,6 +28,7 @@ import { Durability } from "./kernel/sql/Durability.js"
 import { LimitsHandlers } from "./limits/Http.js"
 import { MachinesHandlers } from "./machines/Http.js"
 import { OperationsHandlers } from "./operations/Http.js"
+import { OperatorHandlers } from "./operator/Http.js"
 import { MembersHandlers } from "./organizations/Http.js"
 import { makePortProxy, withPortProxy } from "./ports/Proxy.js"
 import { SnapshotsHandlers } from "./snapshots/Http.js"
@@ -44,7 +45,8 @@ export const ApiLive = HttpApiBuilder.api(Api).pipe(
     EnvironmentsHandlers,
     SnapshotsHandlers,
     AgentsHandlers,
-    WebhooksHandlers
+    WebhooksHandlers,
+    OperatorHandlers
   ]),
   Layer.provide(AuthorizationLive(Api))
 )

@@ -63,6 +63,26 @@ export interface AppConfigShape {
    * ports at 10.0.2.2. Absent: neither.
    */
   readonly machineNetwork?: { readonly lan: boolean; readonly hostPorts: ReadonlyArray<number> } | undefined
+  /** The abuse guard (docs/operators.md); the defaults when absent. */
+  readonly abuse?: AbuseGuardSettings | undefined
+}
+
+export interface AbuseGuardSettings {
+  /** `SVC_ABUSE_GUARD`: whose machines are watched: trial organizations, all, or none. */
+  readonly scope: "trial" | "all" | "off"
+  /** `SVC_ABUSE_SAMPLE_SECONDS`: how often each running machine's CPU time is read. */
+  readonly sampleSeconds: number
+  /** `SVC_ABUSE_CPU_PERMILLE`: the use, in thousandths of the size's CPUs, that counts as sustained. */
+  readonly cpuPermille: number
+  /** `SVC_ABUSE_WINDOW_SECONDS`: how long the use must last for the machine to be stopped. */
+  readonly windowSeconds: number
+}
+
+export const defaultAbuseGuard: AbuseGuardSettings = {
+  scope: "trial",
+  sampleSeconds: 30,
+  cpuPermille: 900,
+  windowSeconds: 900
 }
 
 export interface SnapshotSettings {
@@ -273,6 +293,23 @@ const load = Effect.gen(function*() {
       templatesPerOrganization: yield* Config.integer("SVC_TEMPLATES_PER_ORGANIZATION").pipe(
         Config.validate({ message: "must be at least 1", validation: (n) => n >= 1 }),
         Config.withDefault(defaultSnapshotSettings.templatesPerOrganization)
+      )
+    },
+    abuse: {
+      scope: yield* Config.literal("trial", "all", "off")("SVC_ABUSE_GUARD").pipe(
+        Config.withDefault(defaultAbuseGuard.scope)
+      ),
+      sampleSeconds: yield* Config.integer("SVC_ABUSE_SAMPLE_SECONDS").pipe(
+        Config.validate({ message: "must be at least 1", validation: (n) => n >= 1 }),
+        Config.withDefault(defaultAbuseGuard.sampleSeconds)
+      ),
+      cpuPermille: yield* Config.integer("SVC_ABUSE_CPU_PERMILLE").pipe(
+        Config.validate({ message: "must be between 1 and 1000", validation: (n) => n >= 1 && n <= 1000 }),
+        Config.withDefault(defaultAbuseGuard.cpuPermille)
+      ),
+      windowSeconds: yield* Config.integer("SVC_ABUSE_WINDOW_SECONDS").pipe(
+        Config.validate({ message: "must be at least 1", validation: (n) => n >= 1 }),
+        Config.withDefault(defaultAbuseGuard.windowSeconds)
       )
     },
     agentsDir: Option.getOrUndefined(
