@@ -7,6 +7,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import Database from "better-sqlite3"
 import { Effect, Fiber } from "effect"
+import type * as NodeChild from "node:child_process"
 import * as NodePath from "node:path"
 import { destroyMachines, kill, run, serve } from "../support/Binary.js"
 import { client } from "../support/Http.js"
@@ -17,7 +18,7 @@ const token = "operator-token-for-crash-tests"
 const count = 5
 
 /** Blocks until the suspension row is readable (or 20 s pass), then kills svc in the same breath. */
-const killOnceSuspended = (databaseFile: string, organizationId: string, child: { kill: (s: string) => void }) =>
+const killOnceSuspended = (databaseFile: string, organizationId: string, child: NodeChild.ChildProcess) =>
   Effect.sync(() => {
     const db = new Database(databaseFile, { readonly: true, fileMustExist: true })
     const deadline = Date.now() + 20_000
