@@ -15,7 +15,7 @@ import { uuidv7 } from "../kernel/domain/Ids.js"
 import { sizeCpus } from "../kernel/domain/MachineStates.js"
 import { Entitlements } from "../kernel/Entitlements.js"
 import { Machines } from "../machines/Machines.js"
-import { type MachineRow, MachinesRepo } from "../runtime/MachinesRepo.js"
+import { MachinesRepo, type RunningBoot } from "../runtime/MachinesRepo.js"
 import { AbuseFlags } from "./AbuseFlags.js"
 import { type CpuRule, type Due, step, type Track } from "./CpuWindow.js"
 
@@ -48,12 +48,12 @@ export const makeAbuseGuard = Effect.gen(function*() {
       })
     })
 
-  const stop = (machine: MachineRow, due: Due) =>
+  const stop = (machine: RunningBoot, due: Due) =>
     machines.change(
       {
         organizationId: machine.organization_id,
         userId: machine.created_by,
-        idempotencyKey: `abuse:${machine.id}:${machine.boot_id ?? "none"}`
+        idempotencyKey: `abuse:${machine.id}:${machine.boot_id}`
       },
       machine.id,
       "stop",
@@ -87,8 +87,7 @@ export const makeAbuseGuard = Effect.gen(function*() {
     const tiers = new Map<string, boolean>()
     const seen = new Set<string>()
     let stopped = 0
-    for (const machine of yield* repo.running) {
-      if (machine.state !== "running" || machine.boot_id === null) continue
+    for (const machine of yield* repo.runningBoots) {
       if (!(yield* watches(machine.organization_id, tiers))) continue
       const cpu = yield* Effect.either(driver.cpuSeconds(machine.id))
       if (Either.isLeft(cpu)) continue
