@@ -11,6 +11,7 @@ import { LimitsApi } from "./limits/Api.js"
 import { MachinesApi } from "./machines/Api.js"
 import { MetricsApi } from "./metrics/Api.js"
 import { OperationsApi } from "./operations/Api.js"
+import { OperatorApi } from "./operator/Api.js"
 import { InvitationsApi, MembersApi } from "./organizations/Api.js"
 import { SnapshotsApi } from "./snapshots/Api.js"
 import { WebhooksApi } from "./webhooks/Api.js"
@@ -80,6 +81,7 @@ export class Api extends HttpApi.make("svc")
   .add(AgentsApi)
   .add(WebhooksApi)
   .add(MetricsApi)
+  .add(OperatorApi)
   .annotate(OpenApi.Title, "svc")
   .annotate(OpenApi.Version, "1")
   .annotate(OpenApi.Description, description)

@@ -28,6 +28,7 @@ import { LimitsLive } from "./limits/Live.js"
 import { MachinesLive } from "./machines/Live.js"
 import { Metrics } from "./metrics/Metrics.js"
 import { OperationsLive } from "./operations/Live.js"
+import { OperatorLive, OperatorStandingLive } from "./operator/Live.js"
 import { MembershipLive, OrganizationsLive } from "./organizations/Live.js"
 import { PortsLive } from "./ports/Live.js"
 import * as HostCapacity from "./runtime/HostCapacity.js"
@@ -53,6 +54,7 @@ const KernelLive = Layer.mergeAll(
   Entitlements.fromConfig,
   AuditLog.layer,
   Gauges.layer,
+  OperatorStandingLive,
   // Ports whose areas are still to come: nothing to revoke. (OpenInvitations: OrganizationsLive.)
   AccessRevocations.none
 ).pipe(Layer.provideMerge(Database.layer))
@@ -96,6 +98,7 @@ const runtimeLive = <E, R>(driver: Layer.Layer<MachineDriver, E, R>) =>
 
 /** The product areas on the runtime: each line may use the services of the lines below it. */
 const AreasLive = Metrics.layer.pipe(
+  Layer.provideMerge(OperatorLive),
   Layer.provideMerge(MembershipLive),
   Layer.provideMerge(WebhooksLive),
   Layer.provideMerge(AgentsLive),

@@ -29,6 +29,7 @@ import { LimitsHandlers } from "./limits/Http.js"
 import { MachinesHandlers } from "./machines/Http.js"
 import { MetricsHandlers } from "./metrics/Http.js"
 import { OperationsHandlers } from "./operations/Http.js"
+import { OperatorHandlers } from "./operator/Http.js"
 import { InvitationsHandlers, MembersHandlers } from "./organizations/Http.js"
 import { PagesLive } from "./pages/Live.js"
 import { makePortProxy, withPortProxy } from "./ports/Proxy.js"
@@ -48,7 +49,8 @@ export const ApiLive = HttpApiBuilder.api(Api).pipe(
     SnapshotsHandlers,
     AgentsHandlers,
     WebhooksHandlers,
-    MetricsHandlers
+    MetricsHandlers,
+    OperatorHandlers
   ]),
   Layer.provide(AuthorizationLive(Api))
 )

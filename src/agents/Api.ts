@@ -10,7 +10,7 @@ import { acceptErrors, notRunningErrors } from "../kernel/http/ErrorLists.js"
 import { ResourceNotFound } from "../kernel/http/Errors.js"
 import { GuestActionFailed } from "../kernel/http/MachineErrors.js"
 import { pageFields } from "../kernel/http/Pagination.js"
-import { policy } from "../kernel/http/Policy.js"
+import { allowedWhileSuspended, policy, type PolicySpec } from "../kernel/http/Policy.js"
 import { type ProblemClass } from "../kernel/http/Problem.js"
 import { maxAttachments, maxTextBytes } from "./Bounds.js"
 import { AgentsUnavailable, AgentTurnRunning, ConversationNotFound, NoActiveTurn, ProviderMismatch } from "./Errors.js"
@@ -147,11 +147,12 @@ const turnChange = <
   name: Name,
   path: Path,
   text: { readonly summary: string; readonly description: string },
-  extra: Extra
+  extra: Extra,
+  routePolicy: PolicySpec = changers
 ) =>
   Endpoint.post(name, path, {
     ...text,
-    policy: changers,
+    policy: routePolicy,
     errors: [...acceptErrors, ConversationNotFound, ...notRunningErrors, GuestActionFailed, AgentsUnavailable, ...extra]
   })
     .setPath(MachinePath)
@@ -190,11 +191,17 @@ export class AgentsApi extends HttpApiGroup.make("agents")
       .addSuccess(AgentInputAccepted, { status: 202 })
   )
   .add(
-    turnChange("interrupt", "/v1/machines/:id/agents/interrupt", {
-      summary: "Interrupt the running turn",
-      description: "Ends the running turn with outcome `interrupted`: the agent gets 10 s, then SIGTERM, then " +
-        "SIGKILL; with `force` the runner and agent are killed at once."
-    }, [NoActiveTurn])
+    turnChange(
+      "interrupt",
+      "/v1/machines/:id/agents/interrupt",
+      {
+        summary: "Interrupt the running turn",
+        description: "Ends the running turn with outcome `interrupted`: the agent gets 10 s, then SIGTERM, then " +
+          "SIGKILL; with `force` the runner and agent are killed at once."
+      },
+      [NoActiveTurn],
+      allowedWhileSuspended(changers)
+    )
       .setPayload(InterruptRequest)
       .addSuccess(AgentInputAccepted, { status: 202 })
   )

@@ -3,6 +3,7 @@ import { Console, Effect, Layer, Option, Schema } from "effect"
 import { IdentityLive } from "../App.js"
 import { Accounts } from "../identity/Accounts.js"
 import { EmailAddress } from "../identity/Api.js"
+import { AuditLog, type AuditRow } from "../kernel/AuditLog.js"
 import * as AppConfig from "../kernel/config/AppConfig.js"
 import { backupCommands } from "./Backup.js"
 import { withDataDir } from "./DataDirOption.js"
@@ -38,7 +39,48 @@ const bootstrap = Command.make(
   }
 ).pipe(Command.withDescription("Create (or find) a user and their organization and mint a full_access API key"))
 
+/** One audit row as a line: time, who, what, where, why (and the detail when there is one). */
+const auditLine = (row: AuditRow) =>
+  [
+    new Date(row.at).toISOString(),
+    `${row.actor_kind}:${row.actor}`,
+    row.action,
+    row.organization_id ?? "-",
+    JSON.stringify(row.reason ?? ""),
+    row.detail === "{}" ? "" : row.detail
+  ].join("  ").trimEnd()
+
+/**
+ * `svc admin audit`: the audit log, oldest first (operator actions and security events), of one
+ * organization with `--org`; `--json` prints a JSON array. Works beside a running server.
+ */
+const audit = Command.make(
+  "audit",
+  {
+    org: Options.text("org").pipe(Options.optional),
+    json: Options.boolean("json"),
+    limit: Options.integer("limit").pipe(Options.withDefault(10_000)),
+    dataDir: Options.text("data-dir").pipe(Options.optional)
+  },
+  ({ dataDir, json, limit, org }) =>
+    Effect.gen(function*() {
+      const log = yield* AuditLog
+      const rows = yield* log.list({
+        organizationId: Option.getOrNull(Option.map(org, (id) => id.toLowerCase())),
+        limit: Math.max(1, limit)
+      })
+      if (json) {
+        yield* Console.log(JSON.stringify(rows.map((row) => ({ ...row, detail: JSON.parse(row.detail) }))))
+      } else {
+        for (const row of rows) yield* Console.log(auditLine(row))
+      }
+    }).pipe(
+      Effect.provide(IdentityLive.pipe(Layer.provide(AppConfig.layer))),
+      withDataDir(dataDir)
+    )
+).pipe(Command.withDescription("Print the audit log (operator actions), oldest first; --org ID for one organization"))
+
 export const admin = Command.make("admin").pipe(
   Command.withDescription("Operator commands that act on the data directory"),
-  Command.withSubcommands([bootstrap, ...backupCommands, installSystemd])
+  Command.withSubcommands([bootstrap, audit, ...backupCommands, installSystemd])
 )

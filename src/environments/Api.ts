@@ -7,7 +7,7 @@ import { MachineString, RequestBody, Timestamp, Uuid } from "../kernel/http/Dto.
 import { AcceptedChange } from "../kernel/http/Dto.js"
 import { Endpoint } from "../kernel/http/Endpoint.js"
 import { ResourceNotFound } from "../kernel/http/Errors.js"
-import { policy } from "../kernel/http/Policy.js"
+import { allowedWhileSuspended, policy } from "../kernel/http/Policy.js"
 import { maxVariables } from "./Bounds.js"
 import { EnvironmentInUse } from "./Errors.js"
 
@@ -107,7 +107,7 @@ export class EnvironmentsApi extends HttpApiGroup.make("environments")
       description: "One `apply_environment` operation per machine on an older version, each with the idempotency " +
         "key `env:<id>:v<version>:<machine_id>`, so a repeat replays them. Running processes get the new " +
         "variables from their next start. Takes no body.",
-      policy: policy("U", "header"),
+      policy: allowedWhileSuspended(policy("U", "header")),
       errors: [ResourceNotFound]
     })
       .setPath(EnvironmentPath)

@@ -7,7 +7,9 @@
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import { AppConfig, type Tier } from "../kernel/config/AppConfig.js"
 import { Entitlements } from "../kernel/Entitlements.js"
+import { OrganizationSuspended } from "../kernel/http/Errors.js"
 import { LimitExceeded } from "../kernel/http/MachineErrors.js"
+import { OrganizationStanding } from "../kernel/OrganizationStanding.js"
 import { Organizations } from "../organizations/Organizations.js"
 import type { MachineRow } from "../runtime/MachinesRepo.js"
 import { MachinesRepo } from "../runtime/MachinesRepo.js"
@@ -17,7 +19,8 @@ const hour = 3_600_000
 
 export interface LimitsView {
   readonly tier: Tier
-  readonly status: "ok" | "at_limit"
+  /** `suspended` wins over the counts: nothing may boot at all. */
+  readonly status: "ok" | "at_limit" | "suspended"
   readonly concurrent_machines: { readonly limit: number; readonly used: number }
   readonly starts: ReadonlyArray<{ readonly window: "hour"; readonly limit: number; readonly used: number }>
 }
@@ -28,6 +31,7 @@ const make = Effect.gen(function*() {
   const machines = yield* MachinesRepo
   const operations = yield* OperationsRepo
   const organizations = yield* Organizations
+  const standing = yield* OrganizationStanding
 
   const view = (organizationId: string) =>
     Effect.gen(function*() {
@@ -37,9 +41,10 @@ const make = Effect.gen(function*() {
       const running = yield* machines.countRunning(organizationId)
       const starts = yield* operations.bootsSince(organizationId, now - hour)
       const full = running >= limits.concurrent_machines || starts >= limits.starts_per_hour
+      const suspended = yield* standing.suspended(organizationId)
       const result: LimitsView = {
         tier,
-        status: full ? "at_limit" : "ok",
+        status: suspended ? "suspended" : full ? "at_limit" : "ok",
         concurrent_machines: { limit: limits.concurrent_machines, used: running },
         starts: [{ window: "hour", limit: limits.starts_per_hour, used: starts }]
       }
@@ -51,10 +56,16 @@ const make = Effect.gen(function*() {
     /**
      * Fails with `limit_exceeded` when booting `machine` (null for a new one) would pass a limit.
      * A machine already projected to run takes no new slot, but its restart is still a boot.
+     * A suspended organization boots nothing: asked here again, inside the accept's transaction, a
+     * boot that passed the route's check just before a suspension committed is still refused (or,
+     * accepted first, is stopped by the suspension).
      */
     checkBoot: (organizationId: string, userId: string, machine: MachineRow | null) =>
       Effect.gen(function*() {
         const current = yield* view(organizationId)
+        if (current.status === "suspended") {
+          return yield* new OrganizationSuspended({ detail: "The organization is suspended: nothing may boot" })
+        }
         const [starts] = current.starts
         if (starts !== undefined && starts.used >= starts.limit) {
           return yield* new LimitExceeded({

@@ -22,7 +22,7 @@ import { acceptErrors, stateErrors } from "../kernel/http/ErrorLists.js"
 import { ResourceNotFound } from "../kernel/http/Errors.js"
 import { LimitExceeded, MachineDeleted, NameTaken } from "../kernel/http/MachineErrors.js"
 import { pageFields } from "../kernel/http/Pagination.js"
-import { policy } from "../kernel/http/Policy.js"
+import { allowedWhileSuspended, policy } from "../kernel/http/Policy.js"
 import type { ProblemClass } from "../kernel/http/Problem.js"
 import { NoSnapshot, SnapshotPending } from "../snapshots/Errors.js"
 
@@ -298,7 +298,7 @@ export class MachinesApi extends HttpApiGroup.make("machines")
       description: "Renames a machine or changes its timers (`auto_stop_seconds`, `idle_sleep_seconds`, null turns " +
         "one off) or its automatic snapshots. Not an operation: answers at once with the machine; absent members " +
         "are left as they are.",
-      policy: policy("U", "header"),
+      policy: allowedWhileSuspended(policy("U", "header")),
       errors: [ResourceNotFound, NameTaken, MachineDeleted]
     })
       .setPath(MachineIdPath)
@@ -316,7 +316,7 @@ export class MachinesApi extends HttpApiGroup.make("machines")
       description: "Stops a running machine (`stop_reason` `api`). The body may be left out. With `force`, " +
         "the operations accepted before it that have not finished are cancelled, so a machine stuck behind " +
         "one can always be stopped.",
-      policy: policy("U", "header")
+      policy: allowedWhileSuspended(policy("U", "header"))
     }).setPayload(StopRequest)
   )
   .add(change("restart", "post", "/v1/machines/:id/restart", {
@@ -329,7 +329,7 @@ export class MachinesApi extends HttpApiGroup.make("machines")
     description: "Stops the machine and removes it with its disk; the operations accepted before it that have not " +
       "finished are cancelled. The machine is still found by id, with state `deleted`, and its name is free " +
       "again. Takes no body.",
-    policy: policy("C", "header")
+    policy: allowedWhileSuspended(policy("C", "header"))
   }))
   .add(
     change("exec", "post", "/v1/machines/:id/exec", {
@@ -388,7 +388,7 @@ export class MachinesApi extends HttpApiGroup.make("machines")
     change("unexposePort", "del", "/v1/machines/:id/ports/:port", {
       summary: "Stop exposing a port",
       description: "The port proxy stops forwarding to this port. Takes no body.",
-      policy: policy("U", "header")
+      policy: allowedWhileSuspended(policy("U", "header"))
     }).setPath(PortPath)
   )
   .add(

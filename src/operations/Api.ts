@@ -7,7 +7,7 @@ import { EventStream, NullableTimestamp, QueryParams, Timestamp, Uuid } from "..
 import { Endpoint } from "../kernel/http/Endpoint.js"
 import { ResourceNotFound } from "../kernel/http/Errors.js"
 import { pageFields } from "../kernel/http/Pagination.js"
-import { policy } from "../kernel/http/Policy.js"
+import { allowedWhileSuspended, policy } from "../kernel/http/Policy.js"
 import { ExecResult, FileRange } from "../runtime/Outcome.js"
 
 export const OperationDto = Schema.Struct({
@@ -76,7 +76,7 @@ export class OperationsApi extends HttpApiGroup.make("operations")
         "another running operation gets a short grace to finish, and it and an uncertain one end " +
         "`correlation_miss` with `error_code` `cancelled` (whether the change happened cannot be known). A " +
         "terminal operation is answered as it is. Takes no body.",
-      policy: policy("U", "header"),
+      policy: allowedWhileSuspended(policy("U", "header")),
       errors: [ResourceNotFound]
     })
       .setPath(OperationPath)

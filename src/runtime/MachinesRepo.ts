@@ -34,6 +34,15 @@ export interface MachineRow {
   readonly auto_snapshot_keep?: number | null
 }
 
+/** A running machine's boot, as the abuse guard samples it. */
+export interface RunningBoot {
+  readonly id: string
+  readonly organization_id: string
+  readonly created_by: string
+  readonly size: MachineSize
+  readonly boot_id: string
+}
+
 export type MachinePatch = Partial<Omit<MachineRow, "id" | "organization_id" | "created_by" | "created_at">>
 
 const make = Effect.gen(function*() {
@@ -59,6 +68,14 @@ const make = Effect.gen(function*() {
     /** Machines to bring back at start: running ones (timers, adoption). */
     running: sql<MachineRow>`SELECT * FROM machines WHERE state IN ('running', 'starting', 'restarting')`.pipe(
       Effect.orDie
+    ),
+    /**
+     * Running machines with a boot, with only what the abuse guard's sample needs (a prepared
+     * statement over the `machines_running` index: 10,000 rows in a few milliseconds).
+     */
+    runningBoots: prepared.all<RunningBoot>(
+      "SELECT id, organization_id, created_by, size, boot_id FROM machines WHERE state = 'running' " +
+        "AND boot_id IS NOT NULL"
     ),
     /** Machines that hold a slot of the host (src/runtime/HostCapacity.ts). */
     runningIds: sql<{ id: string }>`SELECT id FROM machines WHERE state IN ('running', 'starting', 'restarting')`.pipe(

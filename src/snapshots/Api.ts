@@ -13,7 +13,7 @@ import { acceptErrors, stateErrors } from "../kernel/http/ErrorLists.js"
 import { ResourceNotFound } from "../kernel/http/Errors.js"
 import { LimitExceeded } from "../kernel/http/MachineErrors.js"
 import { pageFields } from "../kernel/http/Pagination.js"
-import { policy } from "../kernel/http/Policy.js"
+import { allowedWhileSuspended, policy } from "../kernel/http/Policy.js"
 import type { ProblemClass } from "../kernel/http/Problem.js"
 import { NoSnapshot, SnapshotLimitReached, SnapshotPending, TemplateLimitReached, TemplateNameTaken } from "./Errors.js"
 
@@ -110,7 +110,7 @@ const snapshotChange = <const Name extends string, const Extra extends ReadonlyA
 ) =>
   Endpoint.post(name, path, {
     ...text,
-    policy: policy("U", "header", changers),
+    policy: allowedWhileSuspended(policy("U", "header", changers)),
     errors: [...acceptErrors, ...stateErrors, LimitExceeded, ...extra]
   })
     .setHeaders(IdempotencyHeaders)
@@ -153,7 +153,7 @@ export class SnapshotsApi extends HttpApiGroup.make("snapshots")
       summary: "Delete a machine's snapshots",
       description: "Every snapshot of the machine, or only `source`'s; oldest first. Templates and pending pushes " +
         "are kept and reported in `results`. Takes no body.",
-      policy: policy("U", "header", changers),
+      policy: allowedWhileSuspended(policy("U", "header", changers)),
       errors: [ResourceNotFound]
     })
       .setPath(MachinePath)
@@ -175,7 +175,7 @@ export class SnapshotsApi extends HttpApiGroup.make("snapshots")
       summary: "Delete a snapshot",
       description: "Removes a ready or failed snapshot from the product; the store collects its data. 409 " +
         "`snapshot_pending` while its push has not settled. Takes no body.",
-      policy: policy("U", "header", changers),
+      policy: allowedWhileSuspended(policy("U", "header", changers)),
       errors: [ResourceNotFound, SnapshotPending]
     })
       .setPath(SnapshotPath)
@@ -186,7 +186,7 @@ export class SnapshotsApi extends HttpApiGroup.make("snapshots")
       summary: "Delete snapshots in bulk",
       description: "1-100 `snapshot_ids` (duplicates reported once). Answers 200 even when some were kept: each " +
         "id's result is `deleted`, `not_found`, `pending` or `template`.",
-      policy: policy("U", "header", changers)
+      policy: allowedWhileSuspended(policy("U", "header", changers))
     })
       .setPayload(BulkDeleteRequest)
       .addSuccess(SnapshotDeleteResults)
@@ -223,7 +223,7 @@ export class SnapshotsApi extends HttpApiGroup.make("snapshots")
     Endpoint.del("deleteTemplate", "/v1/templates/:template", {
       summary: "Delete a template",
       description: "The name is free again. 409 `snapshot_pending` while its save has not settled. Takes no body.",
-      policy: policy("U", "header", changers),
+      policy: allowedWhileSuspended(policy("U", "header", changers)),
       errors: [ResourceNotFound, SnapshotPending]
     })
       .setPath(TemplatePath)

@@ -10,11 +10,14 @@
  * (three made first, any a valid create made) settles what it accepted and, unless deleted or
  * failed, still runs an exec (a stopped one is started first).
  *
+ * The operator routes are open to the fuzz (the server has an operator token, which most requests
+ * carry); a valid suspend of the organization is lifted before the machines are checked.
+ *
  * FUZZ_RUNS (10,000: about 35 s here) and FUZZ_SEED set the number of requests and the seed; a
  * failure names the seed to replay; FUZZ_VERBOSE prints progress.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Arbitrary, Effect, FastCheck as fc, Logger, LogLevel, Option, Schema, SchemaAST } from "effect"
+import { Arbitrary, Effect, FastCheck as fc, Logger, LogLevel, Option, Redacted, Schema, SchemaAST } from "effect"
 import { Api } from "../../src/Api.js"
 import { makeClient, WaitTimeout } from "../../src/index.js"
 import { invite, joined } from "../support/Members.js"
@@ -240,6 +243,9 @@ const pathSegment = (ids: fc.Arbitrary<string>) =>
     { weight: 1, arbitrary: fc.constantFrom("%", "%zz", "%00", "..", "%2e%2e", "%2F", "a%2Fb", ";", "8080", "-1") }
   )
 
+/** The server's operator token: the operator routes are fuzzed behind the door too. */
+const operatorToken = "fuzz-operator-token"
+
 /** A signed-in browser's cookies and CSRF token: the session routes' requests carry them. */
 interface BrowserSession {
   readonly cookie: string
@@ -314,7 +320,11 @@ const requests = (context: {
     }),
     cookie: fc.option(header.map((s) => `svc_session=${encode(s)}; svc_csrf=x`), { nil: undefined, freq: 10 }),
     "x-csrf-token": fc.option(header, { nil: undefined, freq: 10 }),
-    ...sessionHeaders
+    ...sessionHeaders,
+    "x-svc-operator-token": fc.option(
+      fc.oneof({ weight: 8, arbitrary: fc.constant(operatorToken) }, { weight: 1, arbitrary: header }),
+      { nil: undefined, freq: 4 }
+    )
   }, { requiredKeys: session === undefined ? [] : ["cookie", "x-csrf-token"] })
   const perRoute = routes.filter(context.only ?? (() => true)).map((route) => {
     const valid = validBodies(route)
@@ -440,7 +450,11 @@ describe("fuzz: every route at the door", () => {
     () =>
       Effect.gen(function*() {
         // Errors are logged, so that a 500's cause shows beside its request.
-        const server = yield* startServer({ runtime: "sandbox", logLevel: "error" })
+        const server = yield* startServer({
+          runtime: "sandbox",
+          logLevel: "error",
+          operatorToken: Option.some(Redacted.make(operatorToken))
+        })
         const owner = yield* server.bootstrap("fuzz@example.com")
         const svc = yield* makeClient({ baseUrl: server.url, apiKey: owner.api_key })
         const probes = yield* Effect.forEach(["fuzz-a", "fuzz-b", "fuzz-c"], (name) =>
@@ -469,6 +483,16 @@ describe("fuzz: every route at the door", () => {
         console.log(
           `fuzz (FUZZ_SEED=${seed}): ${runs} requests in ${seconds.toFixed(1)} s; statuses ${statusLine(statuses)}`
         )
+
+        // A valid suspend may have hit the organization: the operator lifts it before the machines are checked.
+        const resumed = yield* Effect.promise(() =>
+          fetch(`${server.url}/v1/operator/organizations/${owner.organization_id}/resume`, {
+            method: "POST",
+            headers: { "x-svc-operator-token": operatorToken, "content-type": "application/json" },
+            body: JSON.stringify({ operator: "fuzz", reason: "after the fuzz" })
+          })
+        )
+        assert.strictEqual(resumed.status, 200)
 
         progress("checking the machines")
         // Every machine of the organization (the probes and any a valid create made) settles every

@@ -16,6 +16,7 @@ import { RateLimiter } from "../../src/kernel/http/RateLimiter.js"
 import { OpenInvitations } from "../../src/kernel/Invitations.js"
 import * as Mail from "../../src/kernel/mail/Mail.js"
 import { readOutbox } from "../../src/kernel/mail/Outbox.js"
+import { OrganizationStanding } from "../../src/kernel/OrganizationStanding.js"
 import * as Database from "../../src/kernel/sql/Database.js"
 import { OrganizationsLive } from "../../src/organizations/Live.js"
 import { PortsLive } from "../../src/ports/Live.js"
@@ -38,7 +39,9 @@ export const areasLayer = (
     Layer.provideMerge(IdentityLive),
     Layer.provideMerge(invitations ?? Layer.empty),
     Layer.provideMerge(OrganizationsLive),
-    Layer.provideMerge(Layer.mergeAll(MachinesRepo.layer, Mail.layer, RateLimiter.layer, AuditLog.layer)),
+    Layer.provideMerge(
+      Layer.mergeAll(MachinesRepo.layer, Mail.layer, RateLimiter.layer, AuditLog.layer, OrganizationStanding.none)
+    ),
     Layer.provideMerge(Database.layerFile(config.databaseFile)),
     Layer.provideMerge(Layer.succeed(AppConfig, config))
   )

@@ -10,13 +10,14 @@
  */
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
+import { sizeCpus } from "../../kernel/domain/MachineStates.js"
 import type { Size } from "../MachineDriver.js"
 
 /** extensions.md §5: small 1 CPU 1 GiB, default 2 CPU 4 GiB, large 4 CPU 8 GiB. */
 export const sizes: Record<Size, { readonly cpus: number; readonly memoryBytes: number }> = {
-  small: { cpus: 1, memoryBytes: 1 * 1024 ** 3 },
-  default: { cpus: 2, memoryBytes: 4 * 1024 ** 3 },
-  large: { cpus: 4, memoryBytes: 8 * 1024 ** 3 }
+  small: { cpus: sizeCpus.small, memoryBytes: 1 * 1024 ** 3 },
+  default: { cpus: sizeCpus.default, memoryBytes: 4 * 1024 ** 3 },
+  large: { cpus: sizeCpus.large, memoryBytes: 8 * 1024 ** 3 }
 }
 
 const root = "/sys/fs/cgroup"

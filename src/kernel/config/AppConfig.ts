@@ -72,6 +72,26 @@ export interface AppConfigShape {
    * snapshots are kept before they are deleted; absent: `defaultDeletedOrganizationRetentionDays`.
    */
   readonly deletedOrganizationRetentionDays?: number | undefined
+  /** The abuse guard (docs/operators.md); the defaults when absent. */
+  readonly abuse?: AbuseGuardSettings | undefined
+}
+
+export interface AbuseGuardSettings {
+  /** `SVC_ABUSE_GUARD`: whose machines are watched: trial organizations, all, or none. */
+  readonly scope: "trial" | "all" | "off"
+  /** `SVC_ABUSE_SAMPLE_SECONDS`: how often each running machine's CPU time is read. */
+  readonly sampleSeconds: number
+  /** `SVC_ABUSE_CPU_PERMILLE`: the use, in thousandths of the size's CPUs, that counts as sustained. */
+  readonly cpuPermille: number
+  /** `SVC_ABUSE_WINDOW_SECONDS`: how long the use must last for the machine to be stopped. */
+  readonly windowSeconds: number
+}
+
+export const defaultAbuseGuard: AbuseGuardSettings = {
+  scope: "trial",
+  sampleSeconds: 30,
+  cpuPermille: 900,
+  windowSeconds: 900
 }
 
 export const defaultDeletedOrganizationRetentionDays = 30
@@ -325,6 +345,23 @@ const load = Effect.gen(function*() {
       Config.validate({ message: "must be 0 or more", validation: (n) => n >= 0 }),
       Config.withDefault(defaultDeletedOrganizationRetentionDays)
     ),
+    abuse: {
+      scope: yield* Config.literal("trial", "all", "off")("SVC_ABUSE_GUARD").pipe(
+        Config.withDefault(defaultAbuseGuard.scope)
+      ),
+      sampleSeconds: yield* Config.integer("SVC_ABUSE_SAMPLE_SECONDS").pipe(
+        Config.validate({ message: "must be at least 1", validation: (n) => n >= 1 }),
+        Config.withDefault(defaultAbuseGuard.sampleSeconds)
+      ),
+      cpuPermille: yield* Config.integer("SVC_ABUSE_CPU_PERMILLE").pipe(
+        Config.validate({ message: "must be between 1 and 1000", validation: (n) => n >= 1 && n <= 1000 }),
+        Config.withDefault(defaultAbuseGuard.cpuPermille)
+      ),
+      windowSeconds: yield* Config.integer("SVC_ABUSE_WINDOW_SECONDS").pipe(
+        Config.validate({ message: "must be at least 1", validation: (n) => n >= 1 }),
+        Config.withDefault(defaultAbuseGuard.windowSeconds)
+      )
+    },
     agentsDir: Option.getOrUndefined(
       Option.map(yield* Config.string("SVC_AGENTS_DIR").pipe(Config.option), (dir) => NodePath.resolve(dir))
     ),

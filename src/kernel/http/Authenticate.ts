@@ -11,6 +11,7 @@ import { AppConfig } from "../config/AppConfig.js"
 import { safeEqual, sha256 } from "../crypto/Tokens.js"
 import { type AccessCode, isMutatingMethod, keyAccess, type Role, roleAllowed } from "../domain/Access.js"
 import { uuidPattern } from "../domain/Ids.js"
+import { OrganizationStanding } from "../OrganizationStanding.js"
 import type { CallerShape, Credential } from "./Authorization.js"
 import { Credentials, type SessionFound } from "./Credentials.js"
 import {
@@ -20,6 +21,7 @@ import {
   InvalidApiKey,
   InvalidRequest,
   OrganizationMismatch,
+  OrganizationSuspended,
   ResourceNotFound,
   SessionRequired,
   Unauthenticated
@@ -79,6 +81,11 @@ export interface Requirement {
    * opens directly, where no header can be added: the port proxy, WebSockets).
    */
   readonly sessionGuard?: "csrf_token" | "same_site" | undefined
+  /**
+   * A suspended organization is refused it (`403 organization_suspended`): the routes that run or
+   * make machines (Policy.ts `refusedWhileSuspended`; raw routes say so themselves).
+   */
+  readonly refusedWhileSuspended?: boolean | undefined
 }
 
 export type AuthenticationError =
@@ -91,6 +98,7 @@ export type AuthenticationError =
   | SessionRequired
   | ResourceNotFound
   | InvalidRequest
+  | OrganizationSuspended
 
 /** The double submit bound to the session: the header repeats the cookie, and its hash is the session's. */
 export const csrfValid = (session: SessionFound, header: string | undefined, cookie: string | undefined) =>
@@ -111,6 +119,7 @@ interface Owner {
 const make = Effect.gen(function*() {
   const config = yield* AppConfig
   const credentials = yield* Credentials
+  const standing = yield* OrganizationStanding
   const ownOrigin = new URL(config.baseUrl).origin
 
   /** A request another site's page made (Fetch Metadata, else the Origin header). */
@@ -240,6 +249,11 @@ const make = Effect.gen(function*() {
       if (!roleAllowed(role.value, requirement.roles)) {
         return yield* new Forbidden({ detail: `The role ${role.value} may not do this` })
       }
+      if (requirement.refusedWhileSuspended === true && (yield* standing.suspended(organizationId))) {
+        return yield* new OrganizationSuspended({
+          detail: "The organization is suspended: machines cannot be started, used or created; reads still work"
+        })
+      }
       return { ...caller, organization: Option.some({ id: organizationId, role: role.value }) }
     })
 
@@ -269,6 +283,9 @@ export class Authenticate extends Context.Tag("svc/kernel/Authenticate")<
   Authenticate,
   Effect.Effect.Success<typeof make>
 >() {
-  /** Over the Credentials port (the identity area fills it) and AppConfig (operator token, own origin). */
+  /**
+   * Over the Credentials port (the identity area fills it), OrganizationStanding (the operator area)
+   * and AppConfig (operator token, own origin).
+   */
   static readonly layer = Layer.effect(Authenticate, make)
 }

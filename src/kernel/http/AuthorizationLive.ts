@@ -10,7 +10,7 @@ import { Context, Effect, Layer, Option } from "effect"
 import { Authenticate, type Requirement } from "./Authenticate.js"
 import { Authorization } from "./Authorization.js"
 import { refuseBody } from "./Dto.js"
-import { Policy, type PolicySpec } from "./Policy.js"
+import { Policy, type PolicySpec, refusedWhileSuspended } from "./Policy.js"
 
 /** What the policy index reads of an HttpApi: its groups' endpoints. */
 type AnyApi = { readonly groups: Readonly<Record<string, { readonly endpoints: Readonly<Record<string, unknown>> }>> }
@@ -24,14 +24,18 @@ export const policyIndex = (api: AnyApi) => {
 
 /** "METHOD /path/:param" of every endpoint to its policy and whether it takes no body though its method may carry one. */
 const endpointIndex = (api: AnyApi) => {
-  const index = new Map<string, { readonly policy: PolicySpec; readonly noBody: boolean }>()
+  const index = new Map<
+    string,
+    { readonly policy: PolicySpec; readonly noBody: boolean; readonly refusedWhileSuspended: boolean }
+  >()
   for (const group of Object.values(api.groups)) {
     for (const endpoint of Object.values(group.endpoints) as Array<HttpApiEndpoint.HttpApiEndpoint.AnyWithProps>) {
       const spec = Context.getOption(endpoint.annotations, Policy)
       if (Option.isNone(spec)) throw new Error(`endpoint ${endpoint.name} has no Policy annotation`)
       index.set(`${endpoint.method} ${endpoint.path}`, {
         policy: spec.value,
-        noBody: HttpMethod.hasBody(endpoint.method) && Option.isNone(endpoint.payloadSchema)
+        noBody: HttpMethod.hasBody(endpoint.method) && Option.isNone(endpoint.payloadSchema),
+        refusedWhileSuspended: refusedWhileSuspended(endpoint.method, spec.value)
       })
     }
   }
@@ -47,11 +51,12 @@ export const AuthorizationLive = (api: AnyApi) =>
       // Each policy's requirement is made once; only an organization in the path is read per request.
       const requirements = new Map<string, Requirement>()
       const noBody = new Set<string>()
-      for (const [key, { noBody: none, policy: spec }] of endpointIndex(api)) {
+      for (const [key, { noBody: none, policy: spec, refusedWhileSuspended }] of endpointIndex(api)) {
         requirements.set(key, {
           access: spec.access,
           organization: spec.organization === "path" ? { path: "" } : spec.organization,
-          roles: spec.roles
+          roles: spec.roles,
+          refusedWhileSuspended
         })
         if (none) noBody.add(key)
       }

@@ -23,12 +23,13 @@ import {
   InvalidApiKey,
   InvalidRequest,
   OrganizationMismatch,
+  OrganizationSuspended,
   RateLimited,
   ResourceNotFound,
   SessionRequired,
   Unauthenticated
 } from "./Errors.js"
-import { Policy, type PolicySpec } from "./Policy.js"
+import { Policy, type PolicySpec, refusedWhileSuspended } from "./Policy.js"
 import { type ProblemClass, specOfClass, wire } from "./Problem.js"
 
 /** What any request can be answered besides its own errors. */
@@ -118,11 +119,13 @@ const accessOf = (method: HttpMethod, policy: PolicySpec) => {
   if (isMutatingMethod(method) && (policy.access !== "N" && policy.access !== "O")) {
     parts.push("with a session, `X-CSRF-Token`")
   }
+  if (refusedWhileSuspended(method, policy)) parts.push("refused while the organization is suspended")
   return parts.join("; ") + "."
 }
 
 /** The errors the authorization middleware can answer under this policy (src/kernel/http/Authenticate.ts). */
-const accessErrors = (method: HttpMethod, { access, organization }: PolicySpec): ReadonlyArray<ProblemClass<any>> => {
+const accessErrors = (method: HttpMethod, spec: PolicySpec): ReadonlyArray<ProblemClass<any>> => {
+  const { access, organization } = spec
   if (access === "N") return []
   if (access === "O") return [Unauthenticated, ResourceNotFound]
   return [
@@ -131,7 +134,8 @@ const accessErrors = (method: HttpMethod, { access, organization }: PolicySpec):
     ...(access === "S" ? [SessionRequired] : access === "R" ? [] : [InsufficientScope]),
     ...(isMutatingMethod(method) ? [CsrfInvalid] : []),
     ...(organization === "header" ? [OrganizationMismatch] : []),
-    ...(organization === "none" ? [] : [Forbidden, ResourceNotFound])
+    ...(organization === "none" ? [] : [Forbidden, ResourceNotFound]),
+    ...(refusedWhileSuspended(method, spec) ? [OrganizationSuspended] : [])
   ]
 }
 

@@ -38,3 +38,9 @@ export class RateLimited extends ProblemError<RateLimited>()("rate_limited", 429
 }) {}
 
 export class InternalError extends ProblemError<InternalError>()("internal_error", 500, "Internal error") {}
+
+export class OrganizationSuspended extends ProblemError<OrganizationSuspended>()(
+  "organization_suspended",
+  403,
+  "The organization is suspended"
+) {}
