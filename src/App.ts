@@ -5,6 +5,7 @@
  */
 import { Effect, Layer } from "effect"
 import { AgentsLive } from "./agents/Live.js"
+import { alertRecorder, AlertsLive } from "./alerts/Live.js"
 import * as Drivers from "./drivers/Drivers.js"
 import type { MachineDriver } from "./drivers/MachineDriver.js"
 import { EnvironmentsLive, MachineEnvironmentsLive } from "./environments/Live.js"
@@ -68,7 +69,7 @@ export const IdentityLive = IdentityAreaLive.pipe(
 /** The outbox recorders of the areas that keep one (src/kernel/events/EventRecorders.ts). */
 const OutboxRecordersLive = Layer.effect(
   EventRecorders,
-  Effect.map(Effect.all([webhookRecorder]), EventRecorders.joining)
+  Effect.map(Effect.all([webhookRecorder, alertRecorder]), EventRecorders.joining)
 )
 
 /**
@@ -93,7 +94,8 @@ const runtimeLive = <E, R>(driver: Layer.Layer<MachineDriver, E, R>) =>
   )
 
 /** The product areas on the runtime: each line may use the services of the lines below it. */
-const AreasLive = WebhooksLive.pipe(
+const AreasLive = AlertsLive.pipe(
+  Layer.provideMerge(WebhooksLive),
   Layer.provideMerge(AgentsLive),
   Layer.provideMerge(SnapshotsLive),
   Layer.provideMerge(EnvironmentsLive),
