@@ -4,6 +4,7 @@
  */
 import { HttpApi, OpenApi } from "@effect/platform"
 import { AgentsApi } from "./agents/Api.js"
+import { AlertsApi } from "./alerts/Api.js"
 import { EnvironmentsApi } from "./environments/Api.js"
 import { ApiKeysApi, AuthApi } from "./identity/Api.js"
 import { publishDocument } from "./kernel/http/Endpoint.js"
@@ -82,6 +83,7 @@ export class Api extends HttpApi.make("svc")
   .add(WebhooksApi)
   .add(MetricsApi)
   .add(OperatorApi)
+  .add(AlertsApi)
   .annotate(OpenApi.Title, "svc")
   .annotate(OpenApi.Version, "1")
   .annotate(OpenApi.Description, description)

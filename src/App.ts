@@ -5,6 +5,7 @@
  */
 import { Effect, Layer } from "effect"
 import { AgentsLive } from "./agents/Live.js"
+import { alertRecorder, AlertsLive } from "./alerts/Live.js"
 import * as Drivers from "./drivers/Drivers.js"
 import type { MachineDriver } from "./drivers/MachineDriver.js"
 import { EnvironmentsLive, MachineEnvironmentsLive } from "./environments/Live.js"
@@ -72,7 +73,7 @@ export const IdentityLive = IdentityAreaLive.pipe(
 /** The outbox recorders of the areas that keep one (src/kernel/events/EventRecorders.ts). */
 const OutboxRecordersLive = Layer.effect(
   EventRecorders,
-  Effect.map(Effect.all([webhookRecorder]), EventRecorders.joining)
+  Effect.map(Effect.all([webhookRecorder, alertRecorder]), EventRecorders.joining)
 )
 
 /**
@@ -100,6 +101,7 @@ const runtimeLive = <E, R>(driver: Layer.Layer<MachineDriver, E, R>) =>
 const AreasLive = Metrics.layer.pipe(
   Layer.provideMerge(OperatorLive),
   Layer.provideMerge(MembershipLive),
+  Layer.provideMerge(AlertsLive),
   Layer.provideMerge(WebhooksLive),
   Layer.provideMerge(AgentsLive),
   Layer.provideMerge(SnapshotsLive),

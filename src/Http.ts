@@ -17,6 +17,7 @@ import { Chunk, Context, Effect, Layer, Option } from "effect"
 import { createServer } from "node:http"
 import * as NodeZlib from "node:zlib"
 import { AgentsHandlers } from "./agents/Http.js"
+import { AlertsHandlers } from "./alerts/Http.js"
 import { Api } from "./Api.js"
 import { EnvironmentsHandlers } from "./environments/Http.js"
 import { ApiKeysHandlers } from "./identity/ApiKeysHttp.js"
@@ -50,7 +51,8 @@ export const ApiLive = HttpApiBuilder.api(Api).pipe(
     AgentsHandlers,
     WebhooksHandlers,
     MetricsHandlers,
-    OperatorHandlers
+    OperatorHandlers,
+    AlertsHandlers
   ]),
   Layer.provide(AuthorizationLive(Api))
 )

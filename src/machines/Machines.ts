@@ -112,6 +112,7 @@ const make = Effect.gen(function*() {
         id: operation.id,
         organization_id: requester.organizationId,
         machine_id: operation.machineId,
+        requested_by: requester.userId,
         kind: operation.kind,
         request: canonicalJson(operation.request),
         status: "pending",

@@ -215,6 +215,7 @@ const make = Effect.gen(function*() {
           _tag: "OperationSettled",
           type: outcome.status === "succeeded" ? "operation.succeeded" : "operation.failed",
           operationId: operation.id,
+          kind: operation.kind,
           machineId: operation.machine_id,
           organizationId: operation.organization_id
         })

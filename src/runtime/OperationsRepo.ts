@@ -11,6 +11,8 @@ export interface OperationRow {
   readonly id: string
   readonly organization_id: string
   readonly machine_id: string
+  /** The member who asked for it (the stop timers and forced stops act as the machine's creator); null before 0018. */
+  readonly requested_by: string | null
   readonly kind: OperationKind
   /** The decoded request as canonical JSON; re-applied as is after a crash. */
   readonly request: string

@@ -11,6 +11,7 @@ import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
 import { AppConfig } from "../config/AppConfig.js"
 import { ProblemError } from "../http/Problem.js"
+import { safeEqual } from "./Tokens.js"
 
 export class SecretsUnavailable extends ProblemError<SecretsUnavailable>()(
   "secrets_unavailable",
@@ -35,6 +36,13 @@ const generatedKey = (dataDir: string) => {
   return key
 }
 
+/** A key of its own per purpose, so a MAC is never an encryption key's output nor valid for another use. */
+const macKey = (key: Buffer, purpose: string) =>
+  NodeCrypto.createHmac("sha256", key).update(`svc mac ${purpose}`).digest()
+
+const macWith = (key: Buffer, purpose: string, text: string) =>
+  NodeCrypto.createHmac("sha256", macKey(key, purpose)).update(text, "utf8").digest("base64url")
+
 const make = Effect.map(AppConfig, (config) => {
   let keys: ReadonlyArray<Buffer> | undefined
   const loadKeys = () =>
@@ -55,6 +63,17 @@ const make = Effect.map(AppConfig, (config) => {
         const parts = [iv, cipher.getAuthTag(), body].map((part) => part.toString("base64url"))
         return Effect.succeed(["v1", keyId(key), ...parts].join("."))
       }),
+    /** Whether anything can be sealed or signed (false with `SVC_SECRET_KEYS=none`). */
+    available: () => loadKeys().length > 0,
+    /** An HMAC-SHA256 of `text` for `purpose` under the first key (base64url); none without keys. */
+    sign: (purpose: string, text: string) =>
+      Effect.suspend(() => {
+        const key = loadKeys()[0]
+        return key === undefined ? Effect.fail(unavailable) : Effect.succeed(macWith(key, purpose, text))
+      }),
+    /** Whether `mac` signs `text` for `purpose` under any key (rotation keeps old links valid); constant time. */
+    verify: (purpose: string, text: string, mac: string) =>
+      Effect.sync(() => loadKeys().some((key) => safeEqual(macWith(key, purpose, text), mac))),
     /** Opens a sealed value; a missing key is a defect of the deployment (it was sealed with one). */
     open: (sealed: string) =>
       Effect.sync(() => {

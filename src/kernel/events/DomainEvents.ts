@@ -40,6 +40,8 @@ export type DomainEvent =
     readonly _tag: "OperationSettled"
     readonly type: "operation.succeeded" | "operation.failed"
     readonly operationId: string
+    /** So a recorder can pass over what cannot concern it (a succeeded exec) without a read. */
+    readonly kind: OperationKind
     readonly machineId: string
     readonly organizationId: string
   }

@@ -7,6 +7,7 @@ const settled = (machineId: string): DomainEvent => ({
   _tag: "OperationSettled",
   type: "operation.succeeded",
   operationId: `op-${machineId}`,
+  kind: "exec",
   machineId,
   organizationId: "org"
 })

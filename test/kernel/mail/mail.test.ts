@@ -6,51 +6,11 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, Redacted } from "effect"
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
-import { SMTPServer } from "smtp-server"
 import { AppConfig } from "../../../src/kernel/config/AppConfig.js"
 import * as Mail from "../../../src/kernel/mail/Mail.js"
 import { readOutbox } from "../../../src/kernel/mail/Outbox.js"
-import { freePort, tempDir, testConfig } from "../../support/TestServer.js"
-
-interface Received {
-  readonly from: string | undefined
-  readonly to: ReadonlyArray<string>
-  readonly data: string
-}
-
-/** A real SMTP server on a loopback port that accepts `svc`/`secret` and records what it gets. */
-const smtpServer = Effect.gen(function*() {
-  const port = yield* freePort
-  const received: Array<Received> = []
-  const server = new SMTPServer({
-    authOptional: false,
-    allowInsecureAuth: true,
-    disabledCommands: ["STARTTLS"],
-    onAuth: (auth, _session, callback) =>
-      auth.username === "svc" && auth.password === "secret"
-        ? callback(null, { user: "svc" })
-        : callback(new Error("Invalid username or password")),
-    onData: (stream, session, callback) => {
-      const chunks: Array<Buffer> = []
-      stream.on("data", (chunk: Buffer) => chunks.push(chunk))
-      stream.on("end", () => {
-        received.push({
-          from: session.envelope.mailFrom === false ? undefined : session.envelope.mailFrom.address,
-          to: session.envelope.rcptTo.map((rcpt) => rcpt.address),
-          data: Buffer.concat(chunks).toString("utf8")
-        })
-        callback()
-      })
-    }
-  })
-  yield* Effect.acquireRelease(
-    Effect.async<void>((resume) => {
-      server.listen(port, "127.0.0.1", () => resume(Effect.void))
-    }),
-    () => Effect.async<void>((resume) => server.close(() => resume(Effect.void)))
-  )
-  return { port, received }
-})
+import { smtpServer } from "../../support/Smtp.js"
+import { tempDir, testConfig } from "../../support/TestServer.js"
 
 const mailWith = (setting: AppConfig["Type"]["mail"], mailFrom?: string) =>
   Effect.gen(function*() {

@@ -1,0 +1,126 @@
+/**
+ * The alerts' outbox recorder (src/kernel/events/EventRecorders.ts): inside the transaction that
+ * settles an operation, one alert row per member who should hear of it (extensions §19), so a crash
+ * loses none. The sender (Worker.ts) mails them, coalesced.
+ * - operation_failed: the member who asked for the operation;
+ * - machine_stop_failed: the machine's creator, when a stop failed (the requester of that stop, if
+ *   someone else, still gets operation_failed);
+ * - auto_stop: the creator, when a stop for `auto_stop` or `idle_sleep` succeeded;
+ * - abuse_stop: the creator and the organization's owners, when the abuse guard stopped it.
+ */
+import { Clock, Effect, Option } from "effect"
+import { uuidv7 } from "../kernel/domain/Ids.js"
+import type { DomainEvent } from "../kernel/events/DomainEvents.js"
+import type { EventRecorder } from "../kernel/events/EventRecorders.js"
+import { Organizations } from "../organizations/Organizations.js"
+import type { MachineRow } from "../runtime/MachinesRepo.js"
+import { MachinesRepo } from "../runtime/MachinesRepo.js"
+import type { OperationRow } from "../runtime/OperationsRepo.js"
+import { OperationsRepo } from "../runtime/OperationsRepo.js"
+import { makePreferences } from "./Preferences.js"
+import { AlertsRepo } from "./Repo.js"
+import { type AlertType, organizationRoles } from "./Types.js"
+
+interface Cause {
+  readonly type: AlertType
+  readonly to: ReadonlyArray<string>
+  readonly summary: string
+}
+
+const reasonWords: Record<string, string> = { auto_stop: "auto-stop timer", idle_sleep: "idle-sleep timer" }
+
+/** Who hears of a settled operation, and what they are told. */
+const causesOf = (operation: OperationRow, machine: MachineRow, owners: ReadonlyArray<string>): Array<Cause> => {
+  const name = `"${machine.name}"`
+  const causes: Array<Cause> = []
+  const stop = operation.kind === "stop"
+  if (operation.status === "failed") {
+    const why = operation.error_code ?? "failed"
+    if (stop) {
+      causes.push({
+        type: "machine_stop_failed",
+        to: [machine.created_by],
+        summary: `Stopping machine ${name} failed (${why}); operation ${operation.id}.`
+      })
+    }
+    if (operation.requested_by !== null && !(stop && operation.requested_by === machine.created_by)) {
+      causes.push({
+        type: "operation_failed",
+        to: [operation.requested_by],
+        summary: `Operation ${operation.kind} on machine ${name} failed (${why}); operation ${operation.id}.`
+      })
+    }
+  } else if (operation.status === "succeeded" && stop) {
+    const reason = operation.stop_reason ?? "api"
+    if (reason in reasonWords) {
+      causes.push({
+        type: "auto_stop",
+        to: [machine.created_by],
+        summary: `Machine ${name} was stopped by its ${reasonWords[reason]}.`
+      })
+    }
+    if (reason === "abuse") {
+      causes.push({
+        type: "abuse_stop",
+        to: [...new Set([machine.created_by, ...owners])],
+        summary: `Machine ${name} was stopped by the abuse guard.`
+      })
+    }
+  }
+  return causes
+}
+
+export const makeRecorder = Effect.gen(function*() {
+  const repo = yield* AlertsRepo
+  const machines = yield* MachinesRepo
+  const operations = yield* OperationsRepo
+  const organizations = yield* Organizations
+  const preferences = yield* makePreferences
+
+  const ownersOf = (organizationId: string) =>
+    Effect.map(
+      organizations.members(organizationId),
+      (members) => members.filter((m) => organizationRoles.includes(m.role)).map((m) => m.user_id)
+    )
+
+  const recordOne = (event: DomainEvent, now: number) =>
+    Effect.gen(function*() {
+      // Only failures and stops can concern an alert: a succeeded exec costs no read.
+      if (event._tag !== "OperationSettled" || (event.type === "operation.succeeded" && event.kind !== "stop")) return
+      const operation = yield* operations.find(event.operationId)
+      const machine = yield* machines.find(event.machineId)
+      if (Option.isNone(operation) || Option.isNone(machine)) return
+      const abuse = operation.value.stop_reason === "abuse" && operation.value.status === "succeeded"
+      const owners = abuse ? yield* ownersOf(event.organizationId) : []
+      for (const cause of causesOf(operation.value, machine.value, owners)) {
+        if (!preferences.available(cause.type)) continue
+        for (const userId of cause.to) {
+          // A member who left, or who turned the type off, is not written to.
+          if (Option.isNone(yield* organizations.membership(event.organizationId, userId))) continue
+          if (!(yield* preferences.wants(event.organizationId, userId, cause.type))) continue
+          yield* repo.insert({
+            id: uuidv7(now),
+            organization_id: event.organizationId,
+            user_id: userId,
+            type: cause.type,
+            machine_id: event.machineId,
+            operation_id: event.operationId,
+            summary: cause.summary,
+            status: "pending",
+            attempt_count: 0,
+            created_at: now,
+            next_attempt_at: now,
+            sent_at: null,
+            last_error: null
+          })
+        }
+      }
+    })
+
+  const recorder: EventRecorder = (events) =>
+    Effect.flatMap(
+      Clock.currentTimeMillis,
+      (now) => Effect.forEach(events, (event) => recordOne(event, now), { discard: true })
+    )
+  return recorder
+})

@@ -1,0 +1,120 @@
+/**
+ * The alert sender: mails the alerts' outbox (Recorder.ts) through the kernel's Mail service. A
+ * member's pending alerts of one type and machine go out as one e-mail, at most once per 10 minutes
+ * (what arrives within the window waits for its end and goes out together). Woken by the bus when
+ * an operation settles, and by its own timer at the next due time; the table is the truth, so a
+ * restart misses nothing, and an e-mail sent just before a crash may be sent again (at least once).
+ */
+import { Clock, Context, Duration, Effect, Layer, Option, Queue } from "effect"
+import { AppConfig } from "../kernel/config/AppConfig.js"
+import { DomainEvents } from "../kernel/events/DomainEvents.js"
+import { Mail } from "../kernel/mail/Mail.js"
+import { Organizations } from "../organizations/Organizations.js"
+import { alertMail, unsubscribeUrl } from "./Mails.js"
+import { makePreferences } from "./Preferences.js"
+import { type AlertKey, type AlertRow, AlertsRepo } from "./Repo.js"
+import { coalesceMillis, isAlertType } from "./Types.js"
+import { makeUnsubscribeTokens } from "./UnsubscribeTokens.js"
+
+/** Alerts read per round. */
+const batch = 500
+/** Longest sleep without a wake (a safety net). */
+const idleMillis = 60_000
+/** Waits after a failed send: 1 min, 5 min, 30 min, then every 2 h until the mail server takes it. */
+const retryMillis = [60_000, 5 * 60_000, 30 * 60_000, 2 * 3_600_000]
+
+export interface AlertSenderShape {
+  /** Makes the sender look at the table now. */
+  readonly wake: Effect.Effect<void>
+}
+
+export class AlertSender extends Context.Tag("svc/alerts/AlertSender")<AlertSender, AlertSenderShape>() {
+  static readonly layer = Layer.scoped(
+    AlertSender,
+    Effect.gen(function*() {
+      const repo = yield* AlertsRepo
+      const mail = yield* Mail
+      const organizations = yield* Organizations
+      const preferences = yield* makePreferences
+      const tokens = yield* makeUnsubscribeTokens
+      const { baseUrl } = yield* AppConfig
+      const bus = yield* DomainEvents
+      const wakes = yield* Queue.sliding<void>(1)
+      const wake = Queue.offer(wakes, undefined).pipe(Effect.asVoid)
+
+      const emailOf = (organizationId: string, userId: string) =>
+        Effect.map(
+          organizations.members(organizationId),
+          (members) => Option.fromNullable(members.find((m) => m.user_id === userId)?.email)
+        )
+
+      /** Mails (or drops, or postpones) every pending alert of one key. */
+      const sendKey = (key: AlertKey, now: number) =>
+        Effect.gen(function*() {
+          const alerts = yield* repo.pendingOf(key)
+          const ids = alerts.map((alert) => alert.id)
+          const first = alerts[0]
+          if (first === undefined) return
+          if (!isAlertType(key.type)) return yield* repo.settle(ids, "dropped", now)
+          const last = yield* repo.lastSent(key)
+          if (last !== null && last + coalesceMillis > now) {
+            return yield* repo.postpone(ids, last + coalesceMillis, first.attempt_count, first.last_error)
+          }
+          const email = yield* emailOf(key.organization_id, key.user_id)
+          const wanted = Option.isSome(email) && (yield* preferences.wants(key.organization_id, key.user_id, key.type))
+          if (!wanted || Option.isNone(email)) return yield* repo.settle(ids, "dropped", now)
+          const token = yield* tokens.sign({
+            organizationId: key.organization_id,
+            userId: key.user_id,
+            type: key.type
+          })
+          const sent = yield* Effect.either(
+            mail.send(alertMail(email.value, key.type, alerts, unsubscribeUrl(baseUrl, token)))
+          )
+          if (sent._tag === "Right") return yield* repo.settle(ids, "sent", now)
+          const attempts = first.attempt_count + 1
+          const wait = retryMillis[Math.min(attempts, retryMillis.length) - 1]!
+          yield* Effect.logWarning("alert e-mail not sent; will retry", sent.left.cause)
+          yield* repo.postpone(ids, now + wait, attempts, String(sent.left.cause).slice(0, 1024))
+        })
+
+      const keyOf = (alert: AlertRow): AlertKey => ({
+        organization_id: alert.organization_id,
+        user_id: alert.user_id,
+        type: alert.type,
+        machine_id: alert.machine_id
+      })
+
+      /** Sends what is due; answers how long to sleep. */
+      const round = Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        const seen = new Set<string>()
+        for (const alert of yield* repo.due(now, batch)) {
+          const key = keyOf(alert)
+          const text = JSON.stringify(key)
+          if (seen.has(text)) continue
+          seen.add(text)
+          yield* sendKey(key, now)
+        }
+        const next = yield* repo.nextDue()
+        return next === null ? idleMillis : Math.min(idleMillis, Math.max(next - now, 0))
+      })
+
+      const events = yield* bus.subscribe((event) =>
+        event._tag === "OperationSettled" && (event.type === "operation.failed" || event.kind === "stop")
+      )
+      yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Queue.take(events), wake)))
+      yield* Effect.forkScoped(Effect.forever(
+        Effect.gen(function*() {
+          const sleep = yield* round.pipe(
+            Effect.catchAllCause((cause) => Effect.as(Effect.logError("alert sender", cause), 1_000))
+          )
+          // A round that left due work (more than one batch) goes again at once.
+          if (sleep > 0) yield* Effect.raceFirst(Queue.take(wakes), Effect.sleep(Duration.millis(sleep)))
+          yield* Queue.takeAll(wakes)
+        })
+      ))
+      return { wake }
+    })
+  )
+}
