@@ -5,6 +5,7 @@
  */
 import { Effect, Layer } from "effect"
 import { AgentsLive } from "./agents/Live.js"
+import { AccountsLive, BillingLive } from "./billing/Live.js"
 import * as Drivers from "./drivers/Drivers.js"
 import type { MachineDriver } from "./drivers/MachineDriver.js"
 import { EnvironmentsLive, MachineEnvironmentsLive } from "./environments/Live.js"
@@ -14,7 +15,6 @@ import { AccessRevocations } from "./kernel/AccessRevocations.js"
 import { AuditLog } from "./kernel/AuditLog.js"
 import type { AppConfig } from "./kernel/config/AppConfig.js"
 import { SecretBox } from "./kernel/crypto/SecretBox.js"
-import { Entitlements } from "./kernel/Entitlements.js"
 import { DomainEvents } from "./kernel/events/DomainEvents.js"
 import { EventRecorders } from "./kernel/events/EventRecorders.js"
 import { RateLimiter } from "./kernel/http/RateLimiter.js"
@@ -49,7 +49,8 @@ const KernelLive = Layer.mergeAll(
   SecretBox.layer,
   Mail.layer,
   RateLimiter.layer,
-  Entitlements.fromConfig,
+  // Billing's accounts fill the Entitlements port (tiers, limits, the 402s of machine changes).
+  AccountsLive,
   AuditLog.layer,
   // Ports whose areas are still to come: nothing to revoke, no invitations.
   AccessRevocations.none,
@@ -93,7 +94,8 @@ const runtimeLive = <E, R>(driver: Layer.Layer<MachineDriver, E, R>) =>
   )
 
 /** The product areas on the runtime: each line may use the services of the lines below it. */
-const AreasLive = WebhooksLive.pipe(
+const AreasLive = BillingLive.pipe(
+  Layer.provideMerge(WebhooksLive),
   Layer.provideMerge(AgentsLive),
   Layer.provideMerge(SnapshotsLive),
   Layer.provideMerge(EnvironmentsLive),

@@ -18,6 +18,7 @@ import { createServer } from "node:http"
 import * as NodeZlib from "node:zlib"
 import { AgentsHandlers } from "./agents/Http.js"
 import { Api } from "./Api.js"
+import { BillingHandlers } from "./billing/Http.js"
 import { EnvironmentsHandlers } from "./environments/Http.js"
 import { ApiKeysHandlers } from "./identity/ApiKeysHttp.js"
 import { AuthHandlers } from "./identity/Http.js"
@@ -44,7 +45,8 @@ export const ApiLive = HttpApiBuilder.api(Api).pipe(
     EnvironmentsHandlers,
     SnapshotsHandlers,
     AgentsHandlers,
-    WebhooksHandlers
+    WebhooksHandlers,
+    BillingHandlers
   ]),
   Layer.provide(AuthorizationLive(Api))
 )

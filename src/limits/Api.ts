@@ -9,17 +9,19 @@ const Usage = Schema.Struct({ limit: Schema.Int, used: Schema.Int })
 export const LimitsDto = Schema.Struct({
   concurrent_machines: Usage,
   starts: Schema.Array(Schema.Struct({ window: Schema.Literal("hour"), limit: Schema.Int, used: Schema.Int })),
-  /** `at_limit` once any limit is used up: the next boot would answer 429 `limit_exceeded`. */
-  status: Schema.Literal("ok", "at_limit"),
-  tier: Schema.Literal("trial", "paid", "unlimited")
+  /** The organization's: `exhausted` once its balance is used up (boots answer 402 `balance_exhausted`). */
+  status: Schema.Literal("active", "exhausted", "suspended"),
+  /** `unlimited`, `trial`, the plan's name, or `paid` (bought credit without a plan). */
+  tier: Schema.Literal("trial", "paid", "unlimited", "starter", "pro", "team", "scale")
 })
 
 export class LimitsApi extends HttpApiGroup.make("limits")
   .add(
     Endpoint.get("get", "/v1/limits", {
       summary: "Get the organization's limits",
-      description: "Concurrent machines and starts per hour, each with its limit and use. `status` is `at_limit` " +
-        "once any is used up: the next boot would answer 429 `limit_exceeded`.",
+      description: "Concurrent machines and starts per hour, each with its limit and use; a boot past either " +
+        "answers 429 `limit_exceeded`. `tier` is `unlimited`, `trial` or the plan; `status` is the organization's " +
+        "(`exhausted` once its balance is used up).",
       policy: policy("R", "header")
     }).addSuccess(LimitsDto)
   )
