@@ -50,7 +50,10 @@ describe("billing", () => {
       assert.strictEqual(view.trial.active, false)
       assert.strictEqual(view.paymentsAvailable, false)
       assert.strictEqual(view.limits.tier, "unlimited")
-      assert.strictEqual(yield* failureTag(s.purchases.checkout(alice.organizationId, { credit_packs: 1, end_trial: false })), "billing_unavailable")
+      assert.strictEqual(
+        yield* failureTag(s.purchases.checkout(alice.organizationId, { credit_packs: 1, end_trial: false })),
+        "billing_unavailable"
+      )
       assert.strictEqual(yield* failureTag(s.purchases.portal(alice.organizationId)), "billing_unavailable")
 
       const machine = yield* runningMachine(s, alice, "one", "large")
