@@ -10,6 +10,7 @@ import { InvalidRequest, ResourceNotFound } from "../kernel/http/Errors.js"
 import { paginate } from "../kernel/http/Pagination.js"
 import { GroupCommit } from "../kernel/sql/GroupCommit.js"
 import { Limits } from "../limits/Limits.js"
+import { Organizations } from "../organizations/Organizations.js"
 import { MachinesRepo } from "../runtime/MachinesRepo.js"
 import { Accounts } from "./Accounts.js"
 import { creditUsable, monthOf, onTrialRules, spendable, trialActive } from "./Money.js"
@@ -53,6 +54,7 @@ const make = Effect.gen(function*() {
   const limits = yield* Limits
   const audit = yield* AuditLog
   const machines = yield* MachinesRepo
+  const organizations = yield* Organizations
   const prices = accounts.prices
   const paymentsAvailable = accounts.metered && config.stripe !== undefined
 
@@ -154,6 +156,13 @@ const make = Effect.gen(function*() {
       yield* repo.update(account.organization_id, { trial_ended_at: now, updated_at: now })
     })
 
+  /** Operator routes name an organization by id: 404 when there is none. */
+  const known = (organizationId: string) =>
+    Effect.flatMap(organizations.findById(organizationId), (found) =>
+      Option.isSome(found)
+        ? Effect.void
+        : Effect.fail(new ResourceNotFound({ detail: "Organization not found" })))
+
   return {
     view,
     periodOf,
@@ -249,26 +258,29 @@ const make = Effect.gen(function*() {
     /** Operator: adds credit (`credit_grant`, its reference the operator), audited with it. */
     grantCredit: (organizationId: string, amount: number, by: Operator) =>
       Effect.zipRight(
-        durably(Effect.gen(function*() {
-          yield* accounts.ensure(organizationId)
-          yield* accounts.post(organizationId, {
-            kind: "credit_grant",
-            balance: "credit",
-            amount,
-            description: `Credit granted: ${by.reason}`,
-            reference: by.operator
-          })
-          yield* accounts.settle(organizationId)
-          yield* audit.record({
-            actor: by.operator,
-            actorKind: "operator",
-            action: "billing.credit_grant",
-            organizationId,
-            reason: by.reason,
-            detail: { amount_micros: amount }
-          })
-        })),
-        view(organizationId)
+        known(organizationId),
+        Effect.zipRight(
+          durably(Effect.gen(function*() {
+            yield* accounts.ensure(organizationId)
+            yield* accounts.post(organizationId, {
+              kind: "credit_grant",
+              balance: "credit",
+              amount,
+              description: `Credit granted: ${by.reason}`,
+              reference: by.operator
+            })
+            yield* accounts.settle(organizationId)
+            yield* audit.record({
+              actor: by.operator,
+              actorKind: "operator",
+              action: "billing.credit_grant",
+              organizationId,
+              reason: by.reason,
+              detail: { amount_micros: amount }
+            })
+          })),
+          view(organizationId)
+        )
       ),
 
     /** Operator: adds trial money or days; an ended trial restarts with them. */
@@ -278,36 +290,39 @@ const make = Effect.gen(function*() {
       by: Operator
     ) =>
       Effect.zipRight(
-        durably(Effect.gen(function*() {
-          const account = yield* accounts.ensure(organizationId)
-          const now = yield* Clock.currentTimeMillis
-          const restart = account.trial_ended_at !== null || account.trial_ends_at <= now
-          const base = restart ? now : account.trial_ends_at
-          const days = grant.trial_days ?? (restart ? prices.trial.days : 0)
-          yield* repo.update(organizationId, {
-            trial_ends_at: base + Math.round(days * day),
-            trial_ended_at: null,
-            trial_total_micros: account.trial_total_micros + (grant.trial_micros ?? 0),
-            updated_at: now
-          })
-          yield* accounts.post(organizationId, {
-            kind: "trial_grant",
-            balance: "trial",
-            amount: grant.trial_micros ?? 0,
-            description: `Trial granted: ${by.reason}`,
-            reference: by.operator
-          })
-          yield* accounts.settle(organizationId)
-          yield* audit.record({
-            actor: by.operator,
-            actorKind: "operator",
-            action: "billing.trial_grant",
-            organizationId,
-            reason: by.reason,
-            detail: { trial_micros: grant.trial_micros ?? 0, trial_days: grant.trial_days ?? 0 }
-          })
-        })),
-        view(organizationId)
+        known(organizationId),
+        Effect.zipRight(
+          durably(Effect.gen(function*() {
+            const account = yield* accounts.ensure(organizationId)
+            const now = yield* Clock.currentTimeMillis
+            const restart = account.trial_ended_at !== null || account.trial_ends_at <= now
+            const base = restart ? now : account.trial_ends_at
+            const days = grant.trial_days ?? (restart ? prices.trial.days : 0)
+            yield* repo.update(organizationId, {
+              trial_ends_at: base + Math.round(days * day),
+              trial_ended_at: null,
+              trial_total_micros: account.trial_total_micros + (grant.trial_micros ?? 0),
+              updated_at: now
+            })
+            yield* accounts.post(organizationId, {
+              kind: "trial_grant",
+              balance: "trial",
+              amount: grant.trial_micros ?? 0,
+              description: `Trial granted: ${by.reason}`,
+              reference: by.operator
+            })
+            yield* accounts.settle(organizationId)
+            yield* audit.record({
+              actor: by.operator,
+              actorKind: "operator",
+              action: "billing.trial_grant",
+              organizationId,
+              reason: by.reason,
+              detail: { trial_micros: grant.trial_micros ?? 0, trial_days: grant.trial_days ?? 0 }
+            })
+          })),
+          view(organizationId)
+        )
       ),
 
     /**

@@ -5,6 +5,7 @@
  */
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import { InvalidRequest } from "../kernel/http/Errors.js"
+import { Organizations } from "../organizations/Organizations.js"
 import { Accounts, isPlanTier } from "./Accounts.js"
 import { Billing } from "./Billing.js"
 import { BillingCustomerMissing, BillingUnavailable, PaymentMethodMissing, SubscriptionMissing } from "./Errors.js"
@@ -44,6 +45,7 @@ const make = Effect.gen(function*() {
   const accounts = yield* Accounts
   const billing = yield* Billing
   const repo = yield* BillingRepo
+  const organizations = yield* Organizations
   const prices = accounts.prices
 
   const requireAvailable = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
@@ -279,9 +281,9 @@ const make = Effect.gen(function*() {
         if (!(yield* repo.claimEvent(event.id, event.type, now))) return
         const organizationId = yield* organizationOf(event.object)
         if (Option.isNone(organizationId)) return
-        const found = yield* repo.find(organizationId.value)
-        if (Option.isNone(found)) return
-        yield* apply(event, found.value, now)
+        // An event for an organization that is gone is recorded as seen and changes nothing.
+        if (Option.isNone(yield* organizations.findById(organizationId.value))) return
+        yield* apply(event, yield* accounts.ensure(organizationId.value), now)
         yield* accounts.settle(organizationId.value)
       }))
       return { received: true }

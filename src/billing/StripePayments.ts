@@ -21,7 +21,7 @@ const clientOf = (settings: StripeSettings) => {
   const base = settings.apiBase === undefined ? undefined : new URL(settings.apiBase)
   return new Stripe(Redacted.value(settings.secretKey), {
     maxNetworkRetries: 1,
-    timeout: 10_000,
+    timeout: (settings.timeoutSeconds ?? 10) * 1000,
     telemetry: false,
     ...(base === undefined ? {} : {
       host: base.hostname,

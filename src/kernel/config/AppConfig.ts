@@ -186,6 +186,8 @@ export interface StripeSettings {
   readonly apiBase: string | undefined
   /** `SVC_STRIPE_PRICES`: plan tier to Stripe price id; default `price_<tier>`. */
   readonly prices: Readonly<Record<PlanTier, string>>
+  /** `SVC_STRIPE_TIMEOUT_SECONDS`: how long one call to Stripe may take (default 10). */
+  readonly timeoutSeconds?: number | undefined
 }
 
 export class AppConfig extends Context.Tag("svc/AppConfig")<AppConfig, AppConfigShape>() {}
@@ -356,6 +358,10 @@ const stripeSetting = Effect.gen(function*() {
     secretKey: yield* Config.redacted("SVC_STRIPE_SECRET_KEY"),
     webhookSecret: yield* Config.redacted("SVC_STRIPE_WEBHOOK_SECRET"),
     apiBase: Option.getOrUndefined(yield* Config.url("SVC_STRIPE_API_BASE").pipe(Config.option))?.toString(),
+    timeoutSeconds: yield* Config.integer("SVC_STRIPE_TIMEOUT_SECONDS").pipe(
+      Config.validate({ message: "must be between 1 and 120", validation: (n) => n >= 1 && n <= 120 }),
+      Config.withDefault(10)
+    ),
     prices: Object.fromEntries(
       planTiers.map((tier) => [tier, typeof priceIds[tier] === "string" ? priceIds[tier] : `price_${tier}`])
     ) as Record<PlanTier, string>
