@@ -5,6 +5,7 @@
 import { HttpApi, OpenApi } from "@effect/platform"
 import { AgentsApi } from "./agents/Api.js"
 import { AlertsApi } from "./alerts/Api.js"
+import { BillingApi } from "./billing/Api.js"
 import { EnvironmentsApi } from "./environments/Api.js"
 import { ApiKeysApi, AuthApi } from "./identity/Api.js"
 import { publishDocument } from "./kernel/http/Endpoint.js"
@@ -84,6 +85,7 @@ export class Api extends HttpApi.make("svc")
   .add(MetricsApi)
   .add(OperatorApi)
   .add(AlertsApi)
+  .add(BillingApi)
   .annotate(OpenApi.Title, "svc")
   .annotate(OpenApi.Version, "1")
   .annotate(OpenApi.Description, description)

@@ -6,6 +6,7 @@
 import { Effect, Layer } from "effect"
 import { AgentsLive } from "./agents/Live.js"
 import { alertRecorder, AlertsLive } from "./alerts/Live.js"
+import { AccountsLive, BillingLive } from "./billing/Live.js"
 import * as Drivers from "./drivers/Drivers.js"
 import type { MachineDriver } from "./drivers/MachineDriver.js"
 import { EnvironmentsLive, MachineEnvironmentsLive } from "./environments/Live.js"
@@ -15,7 +16,6 @@ import { AccessRevocations } from "./kernel/AccessRevocations.js"
 import { AuditLog } from "./kernel/AuditLog.js"
 import type { AppConfig } from "./kernel/config/AppConfig.js"
 import { SecretBox } from "./kernel/crypto/SecretBox.js"
-import { Entitlements } from "./kernel/Entitlements.js"
 import { DomainEvents } from "./kernel/events/DomainEvents.js"
 import { EventRecorders } from "./kernel/events/EventRecorders.js"
 import { RateLimiter } from "./kernel/http/RateLimiter.js"
@@ -52,7 +52,8 @@ const KernelLive = Layer.mergeAll(
   SecretBox.layer,
   Mail.layer,
   RateLimiter.layer,
-  Entitlements.fromConfig,
+  // Billing's accounts fill the Entitlements port (tiers, limits, the 402s of machine changes).
+  AccountsLive,
   AuditLog.layer,
   Gauges.layer,
   OperatorStandingLive,
@@ -102,6 +103,7 @@ const AreasLive = Metrics.layer.pipe(
   Layer.provideMerge(OperatorLive),
   Layer.provideMerge(MembershipLive),
   Layer.provideMerge(AlertsLive),
+  Layer.provideMerge(BillingLive),
   Layer.provideMerge(WebhooksLive),
   Layer.provideMerge(AgentsLive),
   Layer.provideMerge(SnapshotsLive),

@@ -19,6 +19,7 @@ import * as NodeZlib from "node:zlib"
 import { AgentsHandlers } from "./agents/Http.js"
 import { AlertsHandlers } from "./alerts/Http.js"
 import { Api } from "./Api.js"
+import { BillingHandlers } from "./billing/Http.js"
 import { EnvironmentsHandlers } from "./environments/Http.js"
 import { ApiKeysHandlers } from "./identity/ApiKeysHttp.js"
 import { AuthHandlers } from "./identity/Http.js"
@@ -52,7 +53,8 @@ export const ApiLive = HttpApiBuilder.api(Api).pipe(
     WebhooksHandlers,
     MetricsHandlers,
     OperatorHandlers,
-    AlertsHandlers
+    AlertsHandlers,
+    BillingHandlers
   ]),
   Layer.provide(AuthorizationLive(Api))
 )

@@ -10,20 +10,22 @@ export const LimitsDto = Schema.Struct({
   concurrent_machines: Usage,
   starts: Schema.Array(Schema.Struct({ window: Schema.Literal("hour"), limit: Schema.Int, used: Schema.Int })),
   /**
-   * `at_limit` once any limit is used up: the next boot would answer 429 `limit_exceeded`;
-   * `suspended` while an operator has suspended the organization (boots answer 403).
+   * The organization's: `exhausted` once its balance is used up (boots answer 402 `balance_exhausted`),
+   * `suspended` while an operator has suspended it (boots and other uses answer 403).
    */
-  status: Schema.Literal("ok", "at_limit", "suspended"),
-  tier: Schema.Literal("trial", "paid", "unlimited")
+  status: Schema.Literal("active", "exhausted", "suspended"),
+  /** `unlimited`, `trial`, the plan's name, or `paid` (bought credit without a plan). */
+  tier: Schema.Literal("trial", "paid", "unlimited", "starter", "pro", "team", "scale")
 })
 
 export class LimitsApi extends HttpApiGroup.make("limits")
   .add(
     Endpoint.get("get", "/v1/limits", {
       summary: "Get the organization's limits",
-      description: "Concurrent machines and starts per hour, each with its limit and use. `status` is `at_limit` " +
-        "once any is used up: the next boot would answer 429 `limit_exceeded`; `suspended` while the " +
-        "organization is suspended (boots and other uses answer 403 `organization_suspended`).",
+      description: "Concurrent machines and starts per hour, each with its limit and use; a boot past either " +
+        "answers 429 `limit_exceeded`. `tier` is `unlimited`, `trial` or the plan; `status` is the organization's " +
+        "(`exhausted` once its balance is used up, `suspended` while an operator has suspended it: boots and " +
+        "other uses answer 403 `organization_suspended`).",
       policy: policy("R", "header")
     }).addSuccess(LimitsDto)
   )

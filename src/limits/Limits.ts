@@ -2,10 +2,12 @@
  * Count limits per organization tier (api.md LimitsDto): machines running at once and boots per
  * hour, plus a member's own `max_running_machines`. Checked inside the accept transaction of
  * create (with start), start and restart, against projected states, so two concurrent requests
- * cannot both take the last slot. Money rules belong to billing, not here.
+ * cannot both take the last slot. The tier, its limits and the money rules come from the
+ * Entitlements port (billing fills it): `checkAccept` asks it before counting.
  */
 import { Clock, Context, Effect, Layer, Option } from "effect"
-import { AppConfig, type Tier } from "../kernel/config/AppConfig.js"
+import type { PlanTier, Tier } from "../kernel/config/AppConfig.js"
+import type { MachineSize } from "../kernel/domain/MachineStates.js"
 import { Entitlements } from "../kernel/Entitlements.js"
 import { OrganizationSuspended } from "../kernel/http/Errors.js"
 import { LimitExceeded } from "../kernel/http/MachineErrors.js"
@@ -18,15 +20,18 @@ import { OperationsRepo } from "../runtime/OperationsRepo.js"
 const hour = 3_600_000
 
 export interface LimitsView {
-  readonly tier: Tier
-  /** `suspended` wins over the counts: nothing may boot at all. */
-  readonly status: "ok" | "at_limit" | "suspended"
+  /** `unlimited`, `trial`, the plan's name, or `paid` (credit without a plan). */
+  readonly tier: Tier | PlanTier
+  /**
+   * The organization's: `exhausted` once its balance is used up (docs/billing.md), `suspended` while
+   * an operator has suspended it (nothing may boot; suspension wins).
+   */
+  readonly status: "active" | "exhausted" | "suspended"
   readonly concurrent_machines: { readonly limit: number; readonly used: number }
   readonly starts: ReadonlyArray<{ readonly window: "hour"; readonly limit: number; readonly used: number }>
 }
 
 const make = Effect.gen(function*() {
-  const config = yield* AppConfig
   const entitlements = yield* Entitlements
   const machines = yield* MachinesRepo
   const operations = yield* OperationsRepo
@@ -35,16 +40,15 @@ const make = Effect.gen(function*() {
 
   const view = (organizationId: string) =>
     Effect.gen(function*() {
-      const tier = yield* entitlements.tierOf(organizationId)
-      const limits = config.limits[tier]
+      const entitled = yield* entitlements.standing(organizationId)
+      const limits = entitled.limits
       const now = yield* Clock.currentTimeMillis
       const running = yield* machines.countRunning(organizationId)
       const starts = yield* operations.bootsSince(organizationId, now - hour)
-      const full = running >= limits.concurrent_machines || starts >= limits.starts_per_hour
       const suspended = yield* standing.suspended(organizationId)
       const result: LimitsView = {
-        tier,
-        status: suspended ? "suspended" : full ? "at_limit" : "ok",
+        tier: entitled.plan ?? entitled.tier,
+        status: suspended ? "suspended" : entitled.status,
         concurrent_machines: { limit: limits.concurrent_machines, used: running },
         starts: [{ window: "hour", limit: limits.starts_per_hour, used: starts }]
       }
@@ -54,14 +58,27 @@ const make = Effect.gen(function*() {
   return {
     view,
     /**
-     * Fails with `limit_exceeded` when booting `machine` (null for a new one) would pass a limit.
-     * A machine already projected to run takes no new slot, but its restart is still a boot.
-     * A suspended organization boots nothing: asked here again, inside the accept's transaction, a
-     * boot that passed the route's check just before a suspension committed is still refused (or,
-     * accepted first, is stopped by the suspension).
+     * Fails when accepting a new machine (`machine` null) or booting `machine` is not allowed: first
+     * the money rules (402s of the Entitlements port), then, for a boot, `organization_suspended`
+     * and `limit_exceeded` when it would pass a count limit. A machine already projected to run
+     * takes no new slot, but its restart is still a boot. The suspension is asked here again,
+     * inside the accept's transaction: a boot that passed the route's check just before a
+     * suspension committed is still refused (or, accepted first, is stopped by the suspension).
      */
-    checkBoot: (organizationId: string, userId: string, machine: MachineRow | null) =>
+    checkAccept: (
+      organizationId: string,
+      userId: string,
+      machine: MachineRow | null,
+      change: { readonly size: MachineSize; readonly boots: boolean }
+    ) =>
       Effect.gen(function*() {
+        const headed = change.boots ? yield* machines.headedForRunning(organizationId) : []
+        yield* entitlements.admit(organizationId, {
+          size: change.size,
+          boots: change.boots,
+          runningSizes: headed.filter((row) => row.id !== machine?.id).map((row) => row.size)
+        })
+        if (!change.boots) return
         const current = yield* view(organizationId)
         if (current.status === "suspended") {
           return yield* new OrganizationSuspended({ detail: "The organization is suspended: nothing may boot" })

@@ -3,6 +3,7 @@ import { HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { MachineSize as Size, MachineState, StopReason } from "../kernel/domain/MachineStates.js"
 import { Authorization } from "../kernel/http/Authorization.js"
+import { moneyErrors } from "../kernel/http/BillingErrors.js"
 import {
   AbsoluteMachinePath,
   AcceptedChange,
@@ -225,7 +226,13 @@ const change = <
   Endpoint[method](name, path, {
     ...spec,
     description: `${spec.description}\n\n${accepted}`,
-    errors: [...acceptErrors, LimitExceeded, ...stateErrors, ...(spec.errors ?? ([] as unknown as Extra))]
+    errors: [
+      ...acceptErrors,
+      LimitExceeded,
+      ...moneyErrors,
+      ...stateErrors,
+      ...(spec.errors ?? ([] as unknown as Extra))
+    ]
   })
     .setPath(MachineIdPath)
     .setHeaders(IdempotencyHeaders)
@@ -246,7 +253,7 @@ export class MachinesApi extends HttpApiGroup.make("machines")
         "live machines. `template` (a name or an id) makes it from a template's disk. `setup_script` runs once " +
         "as `/bin/sh -c`, at the first boot; its result is on the create operation.\n\n" + accepted,
       policy: policy("C", "header"),
-      errors: [...acceptErrors, NameTaken, LimitExceeded, SnapshotPending]
+      errors: [...acceptErrors, NameTaken, LimitExceeded, ...moneyErrors, SnapshotPending]
     })
       .setPayload(CreateMachineRequest)
       .setHeaders(IdempotencyHeaders)

@@ -186,7 +186,10 @@ const make = Effect.gen(function*() {
           if (body.environment_id !== null && Option.isNone(environment)) {
             return yield* new ResourceNotFound({ detail: "Environment not found" })
           }
-          if (body.start) yield* limits.checkBoot(requester.organizationId, requester.userId, null)
+          yield* limits.checkAccept(requester.organizationId, requester.userId, null, {
+            size: body.size,
+            boots: body.start
+          })
           const resolved = origin === undefined ? undefined : yield* origin.resolve
           const now = yield* Clock.currentTimeMillis
           const machineId = uuidv7()
@@ -260,7 +263,12 @@ const make = Effect.gen(function*() {
           }
           // Starting a machine that will be running anyway boots nothing and costs no start.
           const boots = kind === "restart" || (kind === "start" && machine.projected_state !== "running")
-          if (boots) yield* limits.checkBoot(requester.organizationId, requester.userId, machine)
+          if (boots) {
+            yield* limits.checkAccept(requester.organizationId, requester.userId, machine, {
+              size: machine.size,
+              boots
+            })
+          }
           const now = yield* Clock.currentTimeMillis
           const operationId = uuidv7()
           if (within !== undefined) yield* within({ operationId, machine, now })

@@ -6,6 +6,7 @@
 import { HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { Authorization } from "../kernel/http/Authorization.js"
+import { moneyErrors } from "../kernel/http/BillingErrors.js"
 import { NullableTimestamp, QueryParams, RequestBody, Timestamp, Uuid } from "../kernel/http/Dto.js"
 import { IdempotencyHeaders } from "../kernel/http/Dto.js"
 import { Endpoint } from "../kernel/http/Endpoint.js"
@@ -111,7 +112,7 @@ const snapshotChange = <const Name extends string, const Extra extends ReadonlyA
   Endpoint.post(name, path, {
     ...text,
     policy: allowedWhileSuspended(policy("U", "header", changers)),
-    errors: [...acceptErrors, ...stateErrors, LimitExceeded, ...extra]
+    errors: [...acceptErrors, ...stateErrors, LimitExceeded, ...moneyErrors, ...extra]
   })
     .setHeaders(IdempotencyHeaders)
     .addSuccess(SnapshotAccepted, { status: 202 })

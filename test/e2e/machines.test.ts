@@ -273,7 +273,7 @@ describe("machines", () => {
       const limits = (yield* api("GET", "/v1/limits")).body
       assert.deepStrictEqual(limits, {
         tier: "trial",
-        status: "at_limit",
+        status: "active",
         concurrent_machines: { limit: 1, used: 1 },
         starts: [{ window: "hour", limit: 3, used: 1 }]
       })

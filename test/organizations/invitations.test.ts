@@ -105,7 +105,7 @@ describe("deletion at the service", () => {
       const context = yield* services()
       const actor = yield* ownerActor(context, "owner@example.com")
       const renewing = Layer.succeed(Entitlements, {
-        tierOf: () => Effect.succeed("unlimited" as const),
+        ...Context.get(context, Entitlements),
         subscriptionActive: (id) => Effect.succeed(id === actor.organizationId)
       })
       const deletion = Context.get(

@@ -50,6 +50,14 @@ export interface AppConfigShape {
   readonly waitlistUrl?: string | undefined
   readonly payments: Option.Option<"stripe">
   readonly billing: "metered" | "unlimited"
+  /** `SVC_METER_SECONDS`: how often running time is metered (also at every stop). Absent: 60. */
+  readonly meterSeconds?: number | undefined
+  /** `SVC_PRICES` merged over the defaults of docs/billing.md. Absent: the defaults. */
+  readonly prices?: Prices | undefined
+  /** `SVC_TRIAL_CARD_CHECK`: trial organizations verify a card before they boot (with payments). */
+  readonly trialCardCheck?: boolean | undefined
+  /** Stripe's settings when `SVC_PAYMENTS=stripe`. */
+  readonly stripe?: StripeSettings | undefined
   readonly webhookAllowPrivate: boolean
   readonly logLevel: string
   /** Largest request body accepted; larger answers 413 `body_too_large`. */
@@ -139,6 +147,78 @@ export const defaultLimits: Readonly<Record<Tier, TierLimits>> = {
   trial: { concurrent_machines: 2, starts_per_hour: 30 },
   paid: { concurrent_machines: 50, starts_per_hour: 600 },
   unlimited: { concurrent_machines: 10_000, starts_per_hour: 100_000 }
+}
+
+export const planTiers = ["starter", "pro", "team", "scale"] as const
+export type PlanTier = typeof planTiers[number]
+
+export interface PlanPrices {
+  readonly price_micros: number
+  readonly included_micros: number
+  /** What a second of running time costs on this plan, as a share of the list price. */
+  readonly multiplier: number
+  readonly concurrent_machines: number
+  readonly starts_per_hour: number
+}
+
+/** Every figure of the money rules (docs/billing.md), integer micro-USD; `SVC_PRICES` overrides any. */
+export interface Prices {
+  readonly hourly_micros: { readonly small: number; readonly default: number; readonly large: number }
+  readonly trial: {
+    readonly total_micros: number
+    readonly days: number
+    readonly concurrent_machines: number
+    readonly max_hourly_micros: number
+  }
+  readonly plans: Readonly<Record<PlanTier, PlanPrices>>
+  readonly credit_pack_micros: number
+}
+
+export const defaultPrices: Prices = {
+  hourly_micros: { small: 40_000, default: 160_000, large: 320_000 },
+  trial: { total_micros: 5_000_000, days: 14, concurrent_machines: 2, max_hourly_micros: 320_000 },
+  plans: {
+    starter: {
+      price_micros: 20_000_000,
+      included_micros: 20_000_000,
+      multiplier: 1,
+      concurrent_machines: 5,
+      starts_per_hour: 60
+    },
+    pro: {
+      price_micros: 100_000_000,
+      included_micros: 110_000_000,
+      multiplier: 0.9,
+      concurrent_machines: 20,
+      starts_per_hour: 300
+    },
+    team: {
+      price_micros: 400_000_000,
+      included_micros: 460_000_000,
+      multiplier: 0.85,
+      concurrent_machines: 50,
+      starts_per_hour: 1_000
+    },
+    scale: {
+      price_micros: 1_500_000_000,
+      included_micros: 1_800_000_000,
+      multiplier: 0.8,
+      concurrent_machines: 200,
+      starts_per_hour: 3_000
+    }
+  },
+  credit_pack_micros: 20_000_000
+}
+
+export interface StripeSettings {
+  readonly secretKey: Redacted.Redacted<string>
+  readonly webhookSecret: Redacted.Redacted<string>
+  /** `SVC_STRIPE_API_BASE`: a Stripe-compatible server (tests); absent: Stripe itself. */
+  readonly apiBase: string | undefined
+  /** `SVC_STRIPE_PRICES`: plan tier to Stripe price id; default `price_<tier>`. */
+  readonly prices: Readonly<Record<PlanTier, string>>
+  /** `SVC_STRIPE_TIMEOUT_SECONDS`: how long one call to Stripe may take (default 10). */
+  readonly timeoutSeconds?: number | undefined
 }
 
 export class AppConfig extends Context.Tag("svc/AppConfig")<AppConfig, AppConfigShape>() {}
@@ -266,6 +346,91 @@ const limitsSetting = Config.string("SVC_LIMITS").pipe(
   })
 )
 
+const Micros = Schema.Int.pipe(Schema.between(0, 1e15))
+const PricesOverride = Schema.partialWith(
+  Schema.Struct({
+    hourly_micros: Schema.partialWith(Schema.Struct({ small: Micros, default: Micros, large: Micros }), {
+      exact: true
+    }),
+    trial: Schema.partialWith(
+      Schema.Struct({
+        total_micros: Micros,
+        days: Schema.Number.pipe(Schema.between(0, 3650)),
+        concurrent_machines: Count,
+        max_hourly_micros: Micros
+      }),
+      { exact: true }
+    ),
+    plans: Schema.partialWith(
+      Schema.Record({
+        key: Schema.Literal(...planTiers),
+        value: Schema.partialWith(
+          Schema.Struct({
+            price_micros: Micros,
+            included_micros: Micros,
+            multiplier: Schema.Number.pipe(Schema.between(0, 10)),
+            concurrent_machines: Count,
+            starts_per_hour: Count
+          }),
+          { exact: true }
+        )
+      }),
+      { exact: true }
+    ),
+    credit_pack_micros: Micros.pipe(Schema.greaterThan(0))
+  }),
+  { exact: true }
+)
+
+/** Partial objects merge over the defaults, one level at a time (plans: per tier). */
+export const mergePrices = (given: typeof PricesOverride.Type): Prices => ({
+  hourly_micros: { ...defaultPrices.hourly_micros, ...given.hourly_micros },
+  trial: { ...defaultPrices.trial, ...given.trial },
+  plans: Object.fromEntries(
+    planTiers.map((tier) => [tier, { ...defaultPrices.plans[tier], ...given.plans?.[tier] }])
+  ) as Record<PlanTier, PlanPrices>,
+  credit_pack_micros: given.credit_pack_micros ?? defaultPrices.credit_pack_micros
+})
+
+const pricesSetting = Config.string("SVC_PRICES").pipe(
+  Config.option,
+  Config.mapOrFail((value): Parsed<Prices> => {
+    if (Option.isNone(value)) return ok(defaultPrices)
+    const usage = "expected JSON like {\"hourly_micros\": {\"small\": 40000}, \"trial\": {\"total_micros\": 5000000}}"
+    try {
+      const decoded = Schema.decodeUnknownEither(PricesOverride, { onExcessProperty: "error" })(JSON.parse(value.value))
+      return decoded._tag === "Left" ? bad("SVC_PRICES", usage) : ok(mergePrices(decoded.right))
+    } catch {
+      return bad("SVC_PRICES", usage)
+    }
+  })
+)
+
+const stripeSetting = Effect.gen(function*() {
+  const payments = yield* Config.literal("stripe")("SVC_PAYMENTS").pipe(Config.option)
+  if (Option.isNone(payments)) return undefined
+  const pricesText = yield* Config.string("SVC_STRIPE_PRICES").pipe(Config.withDefault("{}"))
+  let priceIds: Record<string, unknown>
+  try {
+    priceIds = JSON.parse(pricesText)
+  } catch {
+    return yield* Effect.fail(ConfigError.InvalidData(["SVC_STRIPE_PRICES"], "not valid JSON"))
+  }
+  const settings: StripeSettings = {
+    secretKey: yield* Config.redacted("SVC_STRIPE_SECRET_KEY"),
+    webhookSecret: yield* Config.redacted("SVC_STRIPE_WEBHOOK_SECRET"),
+    apiBase: Option.getOrUndefined(yield* Config.url("SVC_STRIPE_API_BASE").pipe(Config.option))?.toString(),
+    timeoutSeconds: yield* Config.integer("SVC_STRIPE_TIMEOUT_SECONDS").pipe(
+      Config.validate({ message: "must be between 1 and 120", validation: (n) => n >= 1 && n <= 120 }),
+      Config.withDefault(10)
+    ),
+    prices: Object.fromEntries(
+      planTiers.map((tier) => [tier, typeof priceIds[tier] === "string" ? priceIds[tier] : `price_${tier}`])
+    ) as Record<PlanTier, string>
+  }
+  return settings
+})
+
 const databaseFile = (dataDir: string) =>
   Config.string("SVC_DATABASE_URL").pipe(
     Config.option,
@@ -311,7 +476,14 @@ const load = Effect.gen(function*() {
       Option.map(yield* Config.url("SVC_WAITLIST_URL").pipe(Config.option), (url) => url.toString())
     ),
     payments: yield* Config.literal("stripe")("SVC_PAYMENTS").pipe(Config.option),
-    billing: yield* Config.literal("metered", "unlimited")("SVC_BILLING").pipe(Config.withDefault("metered")),
+    billing: yield* Config.literal("metered", "unlimited")("SVC_BILLING").pipe(Config.withDefault("unlimited")),
+    meterSeconds: yield* Config.integer("SVC_METER_SECONDS").pipe(
+      Config.validate({ message: "must be between 1 and 3600", validation: (n) => n >= 1 && n <= 3600 }),
+      Config.withDefault(60)
+    ),
+    prices: yield* pricesSetting,
+    trialCardCheck: yield* Config.boolean("SVC_TRIAL_CARD_CHECK").pipe(Config.withDefault(false)),
+    stripe: yield* stripeSetting,
     webhookAllowPrivate: yield* Config.boolean("SVC_WEBHOOK_ALLOW_PRIVATE").pipe(Config.withDefault(false)),
     logLevel: yield* Config.literal("all", "trace", "debug", "info", "warning", "error", "fatal", "none")(
       "SVC_LOG_LEVEL"

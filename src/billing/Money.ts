@@ -1,0 +1,61 @@
+/** The money rules as pure functions over integer micros (docs/billing.md). */
+import type { Prices } from "../kernel/config/AppConfig.js"
+import type { MachineSize } from "../kernel/domain/MachineStates.js"
+import type { AccountRow, BalanceName } from "./Repo.js"
+
+/** One micro of an hour's price per second is `hourly × permille / 3,600,000`: the meter's unit. */
+export const meterUnit = 3_600_000
+
+export const permilleOf = (multiplier: number) => Math.round(multiplier * 1000)
+
+/**
+ * What `seconds` at `hourly` × `permille`‰ cost with the fraction `carry` left from before: the whole
+ * micros now, and the fraction (in meter units) carried to the next tick, so nothing is lost.
+ */
+export const meter = (seconds: number, hourly: number, permille: number, carry: number) => {
+  const total = seconds * hourly * permille + carry
+  const amount = Math.floor(total / meterUnit)
+  return { amount, carry: total - amount * meterUnit }
+}
+
+/** The UTC calendar month of `at`, `YYYY-MM`: the spend cap's and the refill cap's window. */
+export const monthOf = (at: number) => new Date(at).toISOString().slice(0, 7)
+
+/** Credit the spend cap still lets usage take this month (all of it without a cap). */
+export const creditUsable = (account: AccountRow, now: number) => {
+  if (account.spend_cap_micros === null) return account.credit_micros
+  const spent = account.spend_month === monthOf(now) ? account.credit_spent_micros : 0
+  return Math.min(account.credit_micros, Math.max(0, account.spend_cap_micros - spent))
+}
+
+/** `max(0, trial + plan + usable credit − minimum balance)`. */
+export const spendable = (account: AccountRow, now: number) =>
+  Math.max(
+    0,
+    account.trial_micros + account.plan_micros + creditUsable(account, now) - account.minimum_balance_micros
+  )
+
+/**
+ * How a charge is taken: trial first, then the plan's allowance, each while it lasts; the rest from
+ * credit, which may go below zero (what ran is owed, and the next payment covers it first).
+ */
+export const split = (account: Pick<AccountRow, "trial_micros" | "plan_micros">, amount: number) => {
+  const parts: Array<{ balance: BalanceName; amount: number }> = []
+  let left = amount
+  for (const balance of ["trial", "plan"] as const) {
+    const take = Math.min(left, Math.max(0, account[`${balance}_micros`]))
+    if (take > 0) parts.push({ balance, amount: take })
+    left -= take
+  }
+  if (left > 0) parts.push({ balance: "credit", amount: left })
+  return parts
+}
+
+/** Whether the trial rules hold: until the first confirmed payment. */
+export const onTrialRules = (account: AccountRow) => account.paid_at === null
+
+export const trialActive = (account: AccountRow, now: number) =>
+  account.trial_ended_at === null && now < account.trial_ends_at
+
+export const hourlyOf = (prices: Prices, sizes: ReadonlyArray<MachineSize>) =>
+  sizes.reduce((sum, size) => sum + prices.hourly_micros[size], 0)

@@ -1,0 +1,262 @@
+/** SQL for the billing area's tables: accounts, the ledger, meters, usage and applied provider events. */
+import { Context, Effect, Layer, Option } from "effect"
+import type { MachineSize } from "../kernel/domain/MachineStates.js"
+import { Prepared } from "../kernel/sql/Sqlite.js"
+
+export type BalanceName = "trial" | "plan" | "credit"
+
+export const ledgerKinds = [
+  "trial_grant",
+  "trial_forfeit",
+  "usage",
+  "credit_purchase",
+  "credit_grant",
+  "refill",
+  "plan_allowance",
+  "plan_expiry"
+] as const
+export type LedgerKind = typeof ledgerKinds[number]
+
+export interface AccountRow {
+  readonly organization_id: string
+  readonly trial_micros: number
+  readonly plan_micros: number
+  readonly credit_micros: number
+  readonly trial_total_micros: number
+  readonly trial_ends_at: number
+  readonly trial_ended_at: number | null
+  readonly paid_at: number | null
+  readonly minimum_balance_micros: number
+  readonly spend_cap_micros: number | null
+  readonly spend_month: string
+  readonly credit_spent_micros: number
+  readonly exhausted_since: number | null
+  readonly card_verified_at: number | null
+  readonly customer_id: string | null
+  readonly plan_tier: string | null
+  readonly subscription_id: string | null
+  readonly plan_renews: number
+  readonly plan_cancel_at_period_end: number
+  readonly plan_period_start: number | null
+  readonly plan_period_end: number | null
+  readonly plan_end_trial: number
+  readonly refill_enabled: number
+  readonly refill_credit_packs: number
+  readonly refill_threshold_micros: number
+  readonly refill_monthly_cap_micros: number
+  readonly refill_month: string
+  readonly refill_charged_micros: number
+  readonly refill_failures: number
+  readonly refill_disabled_reason: string | null
+  readonly refill_pending: string | null
+  readonly refill_last: string | null
+  readonly created_at: number
+  readonly updated_at: number
+}
+
+/** The columns a change may set; the balances only through `post` (a ledger row with each). */
+export type AccountPatch = Partial<
+  Omit<AccountRow, "organization_id" | "trial_micros" | "plan_micros" | "credit_micros" | "created_at">
+>
+
+export interface LedgerRow {
+  readonly seq: number
+  readonly id: string
+  readonly organization_id: string
+  readonly kind: LedgerKind
+  readonly balance: BalanceName
+  readonly amount_micros: number
+  readonly balance_after_micros: number
+  readonly description: string
+  readonly machine_id: string | null
+  readonly reference: string | null
+  readonly created_at: number
+}
+
+/** A machine with running time not yet metered: running now, or stopped after its meter's mark. */
+export interface MeterCandidate {
+  readonly id: string
+  readonly organization_id: string
+  readonly size: MachineSize
+  readonly state: string
+  readonly started_at: number
+  readonly stopped_at: number | null
+  readonly metered_until: number | null
+  readonly carry: number | null
+}
+
+export interface UsageRow {
+  readonly organization_id: string
+  readonly machine_id: string
+  readonly size: MachineSize
+  readonly price_basis: string
+  readonly from_at: number
+  readonly until_at: number
+  readonly seconds: number
+  readonly hourly_micros: number
+  readonly multiplier_permille: number
+  readonly amount_micros: number
+}
+
+export interface UsageSum {
+  readonly machine_id: string
+  readonly name: string | null
+  readonly size: MachineSize
+  readonly seconds: number
+  readonly amount_micros: number
+}
+
+export interface UsageLine {
+  readonly price_basis: string
+  readonly size: MachineSize
+  readonly hourly_micros: number
+  readonly multiplier_permille: number
+  readonly seconds: number
+  readonly amount_micros: number
+}
+
+/** States in which a machine's sandbox runs (and its time costs). */
+const runningStates = "('running', 'stopping', 'restarting')"
+
+const make = Effect.gen(function*() {
+  const db = yield* Prepared
+  return {
+    find: (organizationId: string) =>
+      db.first<AccountRow>("SELECT * FROM billing_accounts WHERE organization_id = ?", organizationId),
+    /** Inserts the account unless one exists; answers whether this call made it. */
+    insert: (row: AccountRow) =>
+      Effect.map(
+        db.run(
+          `INSERT INTO billing_accounts (${Object.keys(row).join(", ")}) VALUES (${
+            Object.keys(row).map(() => "?").join(", ")
+          }) ON CONFLICT (organization_id) DO NOTHING`,
+          ...Object.values(row)
+        ),
+        (changed) => changed === 1
+      ),
+    update: (organizationId: string, patch: AccountPatch) => {
+      const keys = Object.keys(patch)
+      if (keys.length === 0) return Effect.void
+      return Effect.asVoid(db.run(
+        `UPDATE billing_accounts SET ${keys.map((key) => `${key} = ?`).join(", ")} WHERE organization_id = ?`,
+        ...(Object.values(patch) as ReadonlyArray<string | number | null>),
+        organizationId
+      ))
+    },
+    /** Adds `amount` (signed) to one balance and answers the balance after it. */
+    addTo: (organizationId: string, balance: BalanceName, amount: number) =>
+      Effect.map(
+        db.all<{ after: number }>(
+          `UPDATE billing_accounts SET ${balance}_micros = ${balance}_micros + ? WHERE organization_id = ?
+            RETURNING ${balance}_micros AS after`,
+          amount,
+          organizationId
+        ),
+        (rows) => rows[0]?.after ?? 0
+      ),
+    insertLedger: (row: Omit<LedgerRow, "seq">) => db.insert("billing_ledger", row),
+    /** Newest first, before `beforeSeq` when given. */
+    ledger: (organizationId: string, beforeSeq: number | null, limit: number) =>
+      db.all<LedgerRow>(
+        `SELECT * FROM billing_ledger WHERE organization_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?`,
+        organizationId,
+        beforeSeq ?? Number.MAX_SAFE_INTEGER,
+        limit
+      ),
+    /** Each balance's rows added up (the ledger invariant: they equal the account's balances). */
+    ledgerSums: (organizationId: string) =>
+      db.all<{ balance: BalanceName; total: number }>(
+        "SELECT balance, SUM(amount_micros) AS total FROM billing_ledger WHERE organization_id = ? GROUP BY balance",
+        organizationId
+      ),
+    /** Accounts with a time rule that may be due by `now`: trial end, period end, refill, exhaustion. */
+    due: (now: number) =>
+      db.all<AccountRow>(
+        `SELECT * FROM billing_accounts WHERE (trial_ended_at IS NULL AND trial_ends_at <= ?)
+          OR (plan_period_end IS NOT NULL AND plan_period_end <= ?)
+          OR (refill_enabled = 1 AND refill_pending IS NULL AND credit_micros < refill_threshold_micros)`,
+        now,
+        now
+      ),
+    exhaustedWithRunning: () =>
+      db.all<{ organization_id: string }>(
+        `SELECT a.organization_id FROM billing_accounts a WHERE a.exhausted_since IS NOT NULL AND EXISTS
+          (SELECT 1 FROM machines m WHERE m.organization_id = a.organization_id AND m.projected_state = 'running')`
+      ),
+    /**
+     * The machines with time to meter by `now`: running, or stopped after their meter's mark (or,
+     * never metered, stopped since `recentSince`: a machine that ran between two ticks).
+     */
+    candidates: (recentSince: number, machineId: string | null) =>
+      db.all<MeterCandidate>(
+        `SELECT m.id, m.organization_id, m.size, m.state, m.started_at, m.stopped_at, b.metered_until, b.carry
+          FROM machines m LEFT JOIN billing_meters b ON b.machine_id = m.id
+          WHERE m.started_at IS NOT NULL AND (? IS NULL OR m.id = ?) AND (m.state IN ${runningStates}
+            OR (b.machine_id IS NOT NULL AND m.stopped_at > b.metered_until)
+            OR (b.machine_id IS NULL AND m.stopped_at >= ?))`,
+        machineId,
+        machineId,
+        recentSince
+      ),
+    upsertMeter: (machineId: string, organizationId: string, meteredUntil: number, carry: number) =>
+      db.run(
+        `INSERT INTO billing_meters (machine_id, organization_id, metered_until, carry) VALUES (?, ?, ?, ?)
+          ON CONFLICT (machine_id) DO UPDATE SET metered_until = excluded.metered_until, carry = excluded.carry`,
+        machineId,
+        organizationId,
+        meteredUntil,
+        carry
+      ),
+    insertUsage: (row: UsageRow) => db.insert("billing_usage", row),
+    /** Per machine of the organization, usage that ended in [since, until). */
+    usageByMachine: (organizationId: string, since: number, until: number, machineId: string | null) =>
+      db.all<UsageSum>(
+        `SELECT u.machine_id, m.name, u.size, SUM(u.seconds) AS seconds, SUM(u.amount_micros) AS amount_micros
+          FROM billing_usage u LEFT JOIN machines m ON m.id = u.machine_id
+          WHERE u.organization_id = ? AND u.until_at >= ? AND u.until_at < ? AND (? IS NULL OR u.machine_id = ?)
+          GROUP BY u.machine_id, m.name, u.size ORDER BY u.machine_id`,
+        organizationId,
+        since,
+        until,
+        machineId,
+        machineId
+      ),
+    /** The invoice's lines: per price basis and size used in [since, until). */
+    usageLines: (organizationId: string, since: number, until: number) =>
+      db.all<UsageLine>(
+        `SELECT price_basis, size, hourly_micros, multiplier_permille, SUM(seconds) AS seconds,
+          SUM(amount_micros) AS amount_micros FROM billing_usage
+          WHERE organization_id = ? AND until_at >= ? AND until_at < ?
+          GROUP BY price_basis, size, hourly_micros, multiplier_permille ORDER BY price_basis, size`,
+        organizationId,
+        since,
+        until
+      ),
+    /** Records a provider event's id; false when it was applied before (exactly once). */
+    claimEvent: (id: string, type: string, now: number) =>
+      Effect.map(
+        db.run(
+          "INSERT INTO billing_events (id, type, applied_at) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING",
+          id,
+          type,
+          now
+        ),
+        (changed) => changed === 1
+      ),
+    byCustomer: (customerId: string) =>
+      Effect.map(
+        db.first<{ organization_id: string }>(
+          "SELECT organization_id FROM billing_accounts WHERE customer_id = ?",
+          customerId
+        ),
+        Option.map((row) => row.organization_id)
+      )
+  }
+})
+
+export class BillingRepo extends Context.Tag("svc/persistence/BillingRepo")<
+  BillingRepo,
+  Effect.Effect.Success<typeof make>
+>() {
+  static readonly layer = Layer.effect(BillingRepo, make)
+}
