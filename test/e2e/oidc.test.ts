@@ -128,7 +128,9 @@ describe("OIDC sign-in", () => {
   it.scoped("logins are rate limited per client with Retry-After", () =>
     Effect.gen(function*() {
       const { server } = yield* setup()
-      for (let i = 0; i < 60; i++) assert.strictEqual((yield* login(server, new CookieJar(), "?provider=x")).status, 303)
+      for (let i = 0; i < 60; i++) {
+        assert.strictEqual((yield* login(server, new CookieJar(), "?provider=x")).status, 303)
+      }
       const limited = yield* login(server, new CookieJar())
       assert.strictEqual(limited.status, 429)
       assert.strictEqual(limited.body.code, "rate_limited")
