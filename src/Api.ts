@@ -8,6 +8,7 @@ import { AlertsApi } from "./alerts/Api.js"
 import { BillingApi } from "./billing/Api.js"
 import { EnvironmentsApi } from "./environments/Api.js"
 import { ApiKeysApi, AuthApi } from "./identity/Api.js"
+import { DeviceApi } from "./identity/DeviceApi.js"
 import { publishDocument } from "./kernel/http/Endpoint.js"
 import { LimitsApi } from "./limits/Api.js"
 import { MachinesApi } from "./machines/Api.js"
@@ -72,6 +73,7 @@ server's limit answers 413 \`body_too_large\`.`
 
 export class Api extends HttpApi.make("svc")
   .add(AuthApi)
+  .add(DeviceApi)
   .add(ApiKeysApi)
   .add(MembersApi)
   .add(InvitationsApi)

@@ -22,6 +22,7 @@ import { Api } from "./Api.js"
 import { BillingHandlers } from "./billing/Http.js"
 import { EnvironmentsHandlers } from "./environments/Http.js"
 import { ApiKeysHandlers } from "./identity/ApiKeysHttp.js"
+import { DeviceHandlers } from "./identity/DeviceHttp.js"
 import { AuthHandlers } from "./identity/Http.js"
 import { AppConfig } from "./kernel/config/AppConfig.js"
 import { AuthorizationLive } from "./kernel/http/AuthorizationLive.js"
@@ -41,6 +42,7 @@ import { WebhooksHandlers } from "./webhooks/Http.js"
 export const ApiLive = HttpApiBuilder.api(Api).pipe(
   Layer.provide([
     AuthHandlers,
+    DeviceHandlers,
     ApiKeysHandlers,
     MembersHandlers,
     InvitationsHandlers,

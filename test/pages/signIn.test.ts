@@ -5,6 +5,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { newPage, screenshot, step } from "../support/Browser.js"
+import { request } from "../support/Http.js"
 import { codeFrom, latestMailTo, linkFrom } from "../support/SignIn.js"
 import { startServer } from "../support/TestServer.js"
 
@@ -65,5 +66,13 @@ describe("sign-in pages", () => {
       yield* screenshot(page, "sign-in-error")
       yield* step(() => page.goto(`${server.url}/sign-in?error=%3Cscript%3Ealert(1)%3C/script%3E`))
       assert.strictEqual(yield* step(() => page.getByRole("alert").textContent()), "Sign-in failed. Please try again.")
+      const raw = yield* request(server.url, "GET", "/sign-in")
+      assert.match(raw.headers.get("content-type")!, /^text\/html; charset=utf-8/)
+      assert.strictEqual(raw.headers.get("cache-control"), "no-store")
+      assert.match(
+        raw.headers.get("content-security-policy")!,
+        /default-src 'none'; style-src 'nonce-[\w-]+'; script-src 'nonce-/
+      )
+      assert.strictEqual(raw.headers.get("x-frame-options"), "DENY")
     }), { timeout: 60_000 })
 })
