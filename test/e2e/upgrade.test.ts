@@ -31,28 +31,34 @@ const oldestDatabase = (file: string) =>
   }).pipe(Effect.provide(SqliteClient.layer({ filename: file })), Effect.scoped)
 
 describe("upgrades", () => {
-  it.scopedLive("from the oldest landed schema: every migration runs and the data is kept", () =>
-    Effect.gen(function*() {
-      const dataDir = yield* tempDir
-      yield* Effect.addFinalizer(() => destroyMachines(dataDir, "process"))
-      yield* oldestDatabase(NodePath.join(dataDir, "svc.db"))
-      const boot = yield* run(["admin", "bootstrap", "--email", "old@example.com", "--data-dir", dataDir])
-      assert.strictEqual(boot.code, 0, boot.stderr)
-      const answer = JSON.parse(boot.stdout)
-      assert.deepStrictEqual([answer.user_id, answer.organization_id], [userId, organizationId], "found, not made")
+  it.scopedLive(
+    "from the oldest landed schema: every migration runs and the data is kept",
+    () =>
+      Effect.gen(function*() {
+        const dataDir = yield* tempDir
+        yield* Effect.addFinalizer(() => destroyMachines(dataDir, "process"))
+        yield* oldestDatabase(NodePath.join(dataDir, "svc.db"))
+        const boot = yield* run(["admin", "bootstrap", "--email", "old@example.com", "--data-dir", dataDir])
+        assert.strictEqual(boot.code, 0, boot.stderr)
+        const answer = JSON.parse(boot.stdout)
+        assert.deepStrictEqual([answer.user_id, answer.organization_id], [userId, organizationId], "found, not made")
 
-      const port = yield* freePort
-      yield* serve({ SVC_DATA_DIR: dataDir, SVC_PORT: String(port), SVC_RUNTIME: "process" })
-      const api = client(`http://127.0.0.1:${port}`, { key: answer.api_key })
-      const me = yield* api("GET", "/v1/me")
-      assert.strictEqual(me.status, 200)
-      assert.strictEqual(me.body.user.email, "old@example.com")
-      yield* runningMachine(api, "after-upgrade")
-      const applied = yield* Effect.flatMap(SqlClient.SqlClient, (sql) =>
-        sql<{ n: number }>`SELECT COUNT(*) AS n FROM effect_sql_migrations`).pipe(
+        const port = yield* freePort
+        yield* serve({ SVC_DATA_DIR: dataDir, SVC_PORT: String(port), SVC_RUNTIME: "process" })
+        const api = client(`http://127.0.0.1:${port}`, { key: answer.api_key })
+        const me = yield* api("GET", "/v1/me")
+        assert.strictEqual(me.status, 200)
+        assert.strictEqual(me.body.user.email, "old@example.com")
+        yield* runningMachine(api, "after-upgrade")
+        const applied = yield* Effect.flatMap(
+          SqlClient.SqlClient,
+          (sql) => sql<{ n: number }>`SELECT COUNT(*) AS n FROM effect_sql_migrations`
+        ).pipe(
           Effect.provide(SqliteClient.layer({ filename: NodePath.join(dataDir, "svc.db") })),
           Effect.scoped
         )
-      assert.strictEqual(Number(applied[0]!.n), (yield* loader).length)
-    }), 120_000)
+        assert.strictEqual(Number(applied[0]!.n), (yield* loader).length)
+      }),
+    120_000
+  )
 })
