@@ -98,6 +98,7 @@ const main = Effect.gen(function*() {
 
   const guardMs: Array<number> = []
   const plainMs: Array<number> = []
+  const listMs: Array<number> = []
   for (let round = 0; round < rounds + 1; round++) {
     let started = performance.now()
     const summary = yield* guard.sample
@@ -106,10 +107,14 @@ const main = Effect.gen(function*() {
     started = performance.now()
     plain()
     const plainTook = performance.now() - started
+    started = performance.now()
+    yield* repo.runningBoots
+    const listTook = performance.now() - started
     // The first round warms both up (and sets the guard's baselines).
     if (round > 0) {
       guardMs.push(guardTook)
       plainMs.push(plainTook)
+      listMs.push(listTook)
     }
   }
   const g = median(guardMs)
@@ -117,6 +122,7 @@ const main = Effect.gen(function*() {
   console.log(`abuse guard sample over ${machineCount} running machines, ${rounds} rounds (medians):`)
   console.log(`  guard (database list + driver.cpuSeconds + window rule): ${g.toFixed(1)} ms`)
   console.log(`  plain loop reading the same counters:                    ${p.toFixed(1)} ms`)
+  console.log(`  of which listing the running boots alone:              ${median(listMs).toFixed(1)} ms`)
   console.log(`  ratio guard / plain: ${(g / p).toFixed(2)}; per machine: ${(g * 1000 / machineCount).toFixed(1)} µs`)
   console.log(`  guard rounds: ${guardMs.map((v) => v.toFixed(0)).join(", ")} ms`)
   console.log(`  plain rounds: ${plainMs.map((v) => v.toFixed(0)).join(", ")} ms`)

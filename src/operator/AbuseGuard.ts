@@ -8,7 +8,7 @@
  * What it remembers between samples lives in memory: after a restart of svc a window starts again
  * (a machine gets at most one window more), which keeps a sample free of writes.
  */
-import { Clock, Effect, Either } from "effect"
+import { Effect, Either } from "effect"
 import { MachineDriver } from "../drivers/MachineDriver.js"
 import { AppConfig, defaultAbuseGuard } from "../kernel/config/AppConfig.js"
 import { uuidv7 } from "../kernel/domain/Ids.js"
@@ -37,9 +37,9 @@ export const makeAbuseGuard = Effect.gen(function*() {
   const rule: CpuRule = { cpuPermille: settings.cpuPermille, windowMillis: settings.windowSeconds * 1000 }
   const tracks = new Map<string, Track>()
 
-  /** Whether the scope covers the organization; tiers are asked once per organization and sample. */
+  /** Whether the `trial` scope covers the organization; tiers are asked once per organization and sample. */
   const watches = (organizationId: string, tiers: Map<string, boolean>) =>
-    settings.scope === "all" ? Effect.succeed(true) : Effect.suspend(() => {
+    Effect.suspend(() => {
       const known = tiers.get(organizationId)
       if (known !== undefined) return Effect.succeed(known)
       return Effect.map(entitlements.tierOf(organizationId), (tier) => {
@@ -87,11 +87,13 @@ export const makeAbuseGuard = Effect.gen(function*() {
     const tiers = new Map<string, boolean>()
     const seen = new Set<string>()
     let stopped = 0
+    // Read synchronously per machine: each reading carries its own time, at no effect's cost.
+    const clock = yield* Effect.clock
     for (const machine of yield* repo.runningBoots) {
-      if (!(yield* watches(machine.organization_id, tiers))) continue
+      if (settings.scope !== "all" && !(yield* watches(machine.organization_id, tiers))) continue
       const cpu = yield* Effect.either(driver.cpuSeconds(machine.id))
       if (Either.isLeft(cpu)) continue
-      const at = yield* Clock.currentTimeMillis
+      const at = clock.unsafeCurrentTimeMillis()
       seen.add(machine.id)
       const reading = { bootId: machine.boot_id, cpuSeconds: cpu.right, at, cpus: sizeCpus[machine.size] }
       const { due, track } = step(tracks.get(machine.id), reading, rule)
