@@ -33,7 +33,7 @@ describe("members at the service", () => {
         failureTag(members.change(actor(second.user_id), first.userId, { role: "admin" }))
       ], { concurrency: 2 })
       assert.deepStrictEqual([...outcomes].sort(), ["last_owner", "succeeded"])
-      const roles = yield* Context.get(context, Accounts).membership(first.organizationId, first.userId)
+      const mine = yield* Context.get(context, Accounts).membership(first.organizationId, first.userId)
       const other = yield* Context.get(context, Accounts).membership(first.organizationId, second.user_id)
       const owners = [mine, other].filter((m) => m._tag === "Some" && m.value.role === "owner")
       assert.strictEqual(owners.length, 1)
