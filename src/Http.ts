@@ -20,6 +20,7 @@ import { AgentsHandlers } from "./agents/Http.js"
 import { Api } from "./Api.js"
 import { EnvironmentsHandlers } from "./environments/Http.js"
 import { ApiKeysHandlers } from "./identity/ApiKeysHttp.js"
+import { DeviceHandlers } from "./identity/DeviceHttp.js"
 import { AuthHandlers } from "./identity/Http.js"
 import { AppConfig } from "./kernel/config/AppConfig.js"
 import { AuthorizationLive } from "./kernel/http/AuthorizationLive.js"
@@ -37,6 +38,7 @@ import { WebhooksHandlers } from "./webhooks/Http.js"
 export const ApiLive = HttpApiBuilder.api(Api).pipe(
   Layer.provide([
     AuthHandlers,
+    DeviceHandlers,
     ApiKeysHandlers,
     MembersHandlers,
     InvitationsHandlers,

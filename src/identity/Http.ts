@@ -44,19 +44,22 @@ export const AuthHandlers = HttpApiBuilder.group(Api, "auth", (handlers) =>
     return handlers
       .handle("providers", () =>
         Effect.succeed({ access: methods.access, providers: methods.providers, waitlist_url: methods.waitlistUrl }))
-      .handle("login", ({ urlParams }) =>
+      .handle("login", ({ request, urlParams }) =>
         Effect.gen(function*() {
-          const request = yield* HttpServerRequest.HttpServerRequest
           const linkUser = yield* optionalSessionUserOf(authenticate, request)
-          const begun = yield* Effect.either(
-            oidcSignIn.begin(urlParams.provider, urlParams.return_to, Option.getOrNull(linkUser))
-          )
-          if (begun._tag === "Left") {
-            yield* Effect.logInfo("OIDC sign-in not started", begun.left.reason)
-            return toSignInError(begun.left.code)
-          }
-          return HttpServerResponse.redirect(begun.right.url, { status: 307 }).pipe(
-            withOidcBrowser(config.baseUrl, begun.right.browserSecret)
+          return yield* oidcSignIn.begin(
+            urlParams.provider,
+            urlParams.return_to,
+            Option.getOrNull(linkUser),
+            clientOf(request)
+          ).pipe(
+            Effect.map((begun) =>
+              HttpServerResponse.redirect(begun.url, { status: 307 }).pipe(
+                withOidcBrowser(config.baseUrl, begun.browserSecret)
+              )
+            ),
+            Effect.catchTag("SignInFailed", (failure) =>
+              Effect.as(Effect.logInfo("OIDC sign-in not started", failure.reason), toSignInError(failure.code)))
           )
         }))
       .handle("callback", () =>

@@ -9,6 +9,8 @@ import { Organizations } from "../organizations/Organizations.js"
 import { Accounts } from "./Accounts.js"
 import { ApiKeys } from "./ApiKeys.js"
 import { ApiKeysRepo } from "./ApiKeysRepo.js"
+import { DeviceAuthorizationsRepo } from "./DeviceAuthorizationsRepo.js"
+import { DeviceGrant } from "./DeviceGrant.js"
 import { EmailSignIn } from "./EmailSignIn.js"
 import { EmailSignInsRepo } from "./EmailSignInsRepo.js"
 import { IdentitiesRepo } from "./IdentitiesRepo.js"
@@ -54,7 +56,7 @@ const CredentialsLive = Layer.effect(
   })
 )
 
-const ServicesLive = Layer.mergeAll(EmailSignIn.layer, OidcSignIn.layer, SignInMethods.layer).pipe(
+const ServicesLive = Layer.mergeAll(EmailSignIn.layer, OidcSignIn.layer, SignInMethods.layer, DeviceGrant.layer).pipe(
   Layer.provideMerge(Accounts.layer),
   Layer.provideMerge(Layer.mergeAll(ApiKeys.layer, Sessions.layer)),
   Layer.provide(
@@ -64,7 +66,8 @@ const ServicesLive = Layer.mergeAll(EmailSignIn.layer, OidcSignIn.layer, SignInM
       EmailSignInsRepo.layer,
       ApiKeysRepo.layer,
       IdentitiesRepo.layer,
-      OidcSignInsRepo.layer
+      OidcSignInsRepo.layer,
+      DeviceAuthorizationsRepo.layer
     )
   )
 )

@@ -14,12 +14,15 @@ import * as Oidc from "openid-client"
 import { AppConfig, loopbackHttp, type OidcProviderConfig } from "../kernel/config/AppConfig.js"
 import { randomToken, safeEqual, sha256 } from "../kernel/crypto/Tokens.js"
 import { uuidv7 } from "../kernel/domain/Ids.js"
+import { RateLimiter } from "../kernel/http/RateLimiter.js"
 import { Accounts, type SignedIn } from "./Accounts.js"
 import { safeReturnTo } from "./EmailSignIn.js"
 import { OidcSignInsRepo } from "./OidcSignInsRepo.js"
 
 export const OIDC_BROWSER_COOKIE = "svc_oidc"
 export const oidcSignInLifetimeMillis = 10 * 60_000
+/** Sign-ins started per client: each leaves a row until the next day's clean-up. */
+export const loginsPerClient = { limit: 60, windowMillis: 10 * 60_000 }
 
 /** The `?error=` codes a provider sign-in ends with on `{ui_url}/sign-in`. */
 export type SignInErrorCode =
@@ -56,6 +59,7 @@ const make = Effect.gen(function*() {
   const config = yield* AppConfig
   const repo = yield* OidcSignInsRepo
   const accounts = yield* Accounts
+  const rateLimiter = yield* RateLimiter
   const redirectUri = `${config.baseUrl}/v1/auth/callback`
   const discovered = new Map<string, Oidc.Configuration>()
 
@@ -87,8 +91,14 @@ const make = Effect.gen(function*() {
 
   return {
     /** The provider's authorization URL and the browser secret to keep in the `svc_oidc` cookie. */
-    begin: (providerName: string | undefined, returnTo: string | undefined, linkUserId: string | null) =>
+    begin: (
+      providerName: string | undefined,
+      returnTo: string | undefined,
+      linkUserId: string | null,
+      client: string
+    ) =>
       Effect.gen(function*() {
+        yield* rateLimiter.consume(`oidc-login:client:${client}`, loginsPerClient)
         const provider = yield* providerNamed(providerName)
         const configuration = yield* configurationOf(provider)
         const now = yield* Clock.currentTimeMillis

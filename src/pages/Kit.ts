@@ -54,7 +54,7 @@ input,select{width:100%;font:inherit;padding:.55rem .6rem;border:1px solid var(-
 button,.button{display:inline-block;font:inherit;font-weight:600;padding:.55rem 1rem;margin:.75rem .5rem 0 0;border-radius:.35rem;
 border:1px solid var(--accent);background:var(--accent);color:var(--accent-fg);cursor:pointer;text-decoration:none;text-align:center}
 button.secondary,.button.secondary{background:transparent;color:var(--accent)}
-button:disabled{opacity:.6;cursor:wait}
+button:disabled{opacity:.6;cursor:not-allowed}
 :focus-visible{outline:3px solid var(--accent);outline-offset:2px}
 .muted{color:var(--muted);font-size:.9rem}.error{color:var(--bad)}.ok{color:var(--good)}
 .status{margin-top:.75rem}.status:empty{margin:0}.code{font:700 1.6rem/1.2 ui-monospace,monospace;letter-spacing:.15em}

@@ -6,12 +6,14 @@
 import { HttpApiBuilder, HttpServerRequest } from "@effect/platform"
 import { Effect, Option } from "effect"
 import { Accounts } from "../identity/Accounts.js"
+import { defaultKeyName, DeviceGrant } from "../identity/DeviceGrant.js"
 import { safeReturnTo } from "../identity/EmailSignIn.js"
 import { SignInMethods } from "../identity/SignInMethods.js"
 import { AppConfig } from "../kernel/config/AppConfig.js"
 import { Authenticate } from "../kernel/http/Authenticate.js"
 import { Invitations } from "../organizations/Invitations.js"
 import { Organizations } from "../organizations/Organizations.js"
+import { devicePage } from "./DevicePage.js"
 import { homePage } from "./HomePage.js"
 import { invitationPage } from "./InvitationPage.js"
 import { pageResponse, redirect } from "./Kit.js"
@@ -25,6 +27,7 @@ export const PagesLive = HttpApiBuilder.Router.use((router) =>
     const methods = yield* SignInMethods
     const organizations = yield* Organizations
     const invitations = yield* Invitations
+    const deviceGrant = yield* DeviceGrant
     const accounts = yield* Accounts
     /** The UI's path prefix: pages live under `{ui_url}`, which may have a path of its own. */
     const uiPath = new URL(config.uiUrl).pathname.replace(/\/$/, "")
@@ -80,17 +83,63 @@ export const PagesLive = HttpApiBuilder.Router.use((router) =>
     )
 
     yield* router.get(
+      `${uiPath}/device` as `/${string}`,
+      Effect.gen(function*() {
+        const request = yield* HttpServerRequest.HttpServerRequest
+        const viewer = yield* viewerOf(authenticate, request)
+        if (Option.isNone(viewer)) return signInFirst(request)
+        const typed = new URL(request.url, "http://x").searchParams.get("user_code") ?? undefined
+        const found = typed === undefined || typed.trim() === ""
+          ? undefined
+          : yield* Effect.either(deviceGrant.describe(viewer.value.id, typed))
+        const memberships = yield* organizations.organizationsOf(viewer.value.id)
+        return pageResponse(devicePage({
+          apiBase: config.baseUrl,
+          email: viewer.value.email,
+          typed,
+          request: found?._tag === "Right"
+            ? {
+              userCode: found.right.userCode,
+              clientName: found.right.row.client_name,
+              requestedScope: found.right.row.requested_scope,
+              defaultKeyName: defaultKeyName(found.right.row.client_name)
+            }
+            : undefined,
+          problem: found?._tag === "Left"
+            ? found.left._tag === "rate_limited"
+              ? "Too many codes tried. Wait a few minutes and try again."
+              : "That code is unknown, expired or already used. Check the code on your device."
+            : undefined,
+          organizations: memberships.map((m) => ({ id: m.organization_id, name: m.name, role: m.role }))
+        }))
+      })
+    )
+
+    yield* router.get(
       `${uiPath}/` as `/${string}`,
       Effect.gen(function*() {
         const request = yield* HttpServerRequest.HttpServerRequest
         const viewer = yield* viewerOf(authenticate, request)
         if (Option.isNone(viewer)) return signInFirst(request)
         const memberships = yield* organizations.organizationsOf(viewer.value.id)
+        const identities = yield* accounts.identitiesOf(viewer.value.id)
+        const providerNames = new Map(methods.providers.map((provider) => [provider.name, provider.display_name]))
         return pageResponse(homePage({
           apiBase: config.baseUrl,
           uiUrl: config.uiUrl,
           email: viewer.value.email,
-          organizations: memberships.map((m) => ({ id: m.organization_id, name: m.name, role: m.role }))
+          organizations: memberships.map((m) => ({ id: m.organization_id, name: m.name, role: m.role })),
+          identities: identities.map((identity) =>
+            identity.provider === "email"
+              ? identity.subject
+              : `${providerNames.get(identity.provider) ?? identity.provider}${
+                identity.email === null ? "" : ` (${identity.email})`
+              }`
+          ),
+          providers: methods.providers.filter((provider) =>
+            provider.kind === "oidc" && !identities.some((identity) => identity.provider === provider.name)
+          ),
+          emailAvailable: methods.emailAvailable
         }))
       })
     )

@@ -67,6 +67,11 @@ describe("linking an address", () => {
       })
       assert.strictEqual(taken.status, 409)
       assert.strictEqual(taken.body.code, "identity_in_use")
+      // The same by magic link: back to the sign-in page with the code in words.
+      yield* bob.http("POST", "/v1/auth/link/email", { json: { email: "ada@example.com" }, headers: bob.withCsrf })
+      const link = linkFrom((yield* latestMailTo(server, "ada@example.com")).text)!
+      const opened = yield* bob.http("GET", link.slice(server.url.length))
+      assert.strictEqual(opened.headers.get("location"), `${server.url}/sign-in?error=identity_in_use`)
 
       const key = yield* server.bootstrap("keyholder@example.com")
       const withKey = yield* request(server.url, "POST", "/v1/auth/link/email", {

@@ -125,6 +125,20 @@ describe("OIDC sign-in", () => {
       assert.strictEqual(errorOf(down, unreachable.headers.get("location")), "oidc_unavailable")
     }))
 
+  it.scoped("logins are rate limited per client with Retry-After", () =>
+    Effect.gen(function*() {
+      const { server } = yield* setup()
+      for (let i = 0; i < 60; i++) {
+        assert.strictEqual((yield* login(server, new CookieJar(), "?provider=x")).status, 303)
+      }
+      const limited = yield* login(server, new CookieJar())
+      assert.strictEqual(limited.status, 429)
+      assert.strictEqual(limited.body.code, "rate_limited")
+      assert.isTrue(Number(limited.headers.get("retry-after")) > 0)
+      yield* TestClock.adjust("10 minutes")
+      assert.strictEqual((yield* login(server, new CookieJar())).status, 307)
+    }))
+
   it.scoped("a state works once, in the browser that started, within ten minutes", () =>
     Effect.gen(function*() {
       const { op, server } = yield* setup()
