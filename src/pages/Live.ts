@@ -122,11 +122,24 @@ export const PagesLive = HttpApiBuilder.Router.use((router) =>
         const viewer = yield* viewerOf(authenticate, request)
         if (Option.isNone(viewer)) return signInFirst(request)
         const memberships = yield* organizations.organizationsOf(viewer.value.id)
+        const identities = yield* accounts.identitiesOf(viewer.value.id)
+        const providerNames = new Map(methods.providers.map((provider) => [provider.name, provider.display_name]))
         return pageResponse(homePage({
           apiBase: config.baseUrl,
           uiUrl: config.uiUrl,
           email: viewer.value.email,
-          organizations: memberships.map((m) => ({ id: m.organization_id, name: m.name, role: m.role }))
+          organizations: memberships.map((m) => ({ id: m.organization_id, name: m.name, role: m.role })),
+          identities: identities.map((identity) =>
+            identity.provider === "email"
+              ? identity.subject
+              : `${providerNames.get(identity.provider) ?? identity.provider}${
+                identity.email === null ? "" : ` (${identity.email})`
+              }`
+          ),
+          providers: methods.providers.filter((provider) =>
+            provider.kind === "oidc" && !identities.some((identity) => identity.provider === provider.name)
+          ),
+          emailAvailable: methods.emailAvailable
         }))
       })
     )

@@ -10,29 +10,42 @@ import { codeFrom, latestMailTo, linkFrom } from "../support/SignIn.js"
 import { startServer } from "../support/TestServer.js"
 
 describe("sign-in pages", () => {
-  it.scopedLive("signs in by e-mail code, shows the account, and signs out", () =>
-    Effect.gen(function*() {
-      const server = yield* startServer()
-      const { page } = yield* newPage()
-      yield* step(() => page.goto(`${server.url}/`))
-      assert.strictEqual(new URL(page.url()).pathname, "/sign-in")
-      yield* screenshot(page, "sign-in")
-      yield* step(() => page.getByLabel("Email address", { exact: true }).fill("ada@example.com"))
-      yield* step(() => page.getByRole("button", { name: "Email me a code" }).click())
-      yield* step(() => page.getByLabel("6-digit code").waitFor())
-      const code = codeFrom((yield* latestMailTo(server, "ada@example.com")).text)!
-      yield* screenshot(page, "sign-in-code")
-      yield* step(() => page.getByLabel("6-digit code").fill(code))
-      yield* step(() => page.keyboard.press("Enter"))
-      yield* step(() => page.waitForURL(`${server.url}/`))
-      assert.strictEqual(yield* step(() => page.locator("#who").textContent()), "ada@example.com")
-      assert.match((yield* step(() => page.locator("#organizations").textContent()))!, /owner/)
-      yield* screenshot(page, "home")
-      yield* step(() => page.getByRole("button", { name: "Sign out" }).click())
-      yield* step(() => page.waitForURL(`${server.url}/sign-in`))
-      yield* step(() => page.goto(`${server.url}/`))
-      assert.strictEqual(new URL(page.url()).pathname, "/sign-in")
-    }), { timeout: 60_000 })
+  it.scopedLive(
+    "signs in by e-mail code, shows the account, links another address, and signs out",
+    () =>
+      Effect.gen(function*() {
+        const server = yield* startServer()
+        const { page } = yield* newPage()
+        yield* step(() => page.goto(`${server.url}/`))
+        assert.strictEqual(new URL(page.url()).pathname, "/sign-in")
+        yield* screenshot(page, "sign-in")
+        yield* step(() => page.getByLabel("Email address", { exact: true }).fill("ada@example.com"))
+        yield* step(() => page.getByRole("button", { name: "Email me a code" }).click())
+        yield* step(() => page.getByLabel("6-digit code").waitFor())
+        const code = codeFrom((yield* latestMailTo(server, "ada@example.com")).text)!
+        yield* screenshot(page, "sign-in-code")
+        yield* step(() => page.getByLabel("6-digit code").fill(code))
+        yield* step(() => page.keyboard.press("Enter"))
+        yield* step(() => page.waitForURL(`${server.url}/`))
+        assert.strictEqual(yield* step(() => page.locator("#who").textContent()), "ada@example.com")
+        assert.match((yield* step(() => page.locator("#organizations").textContent()))!, /owner/)
+        yield* step(() => page.getByLabel("Add another email address").fill("ada.work@example.com"))
+        yield* step(() => page.getByRole("button", { name: "Send a code" }).click())
+        yield* step(() => page.getByLabel("Code from that address").waitFor())
+        const mailed = (yield* latestMailTo(server, "ada.work@example.com")).text
+        yield* step(() =>
+          page.getByLabel("Code from that address").fill(/link this address is (\d{6})/.exec(mailed)![1]!)
+        )
+        yield* step(() => page.getByRole("button", { name: "Add the address" }).click())
+        yield* step(() => page.locator("#identities li", { hasText: "ada.work@example.com" }).waitFor())
+        yield* screenshot(page, "home")
+        yield* step(() => page.getByRole("button", { name: "Sign out" }).click())
+        yield* step(() => page.waitForURL(`${server.url}/sign-in`))
+        yield* step(() => page.goto(`${server.url}/`))
+        assert.strictEqual(new URL(page.url()).pathname, "/sign-in")
+      }),
+    { timeout: 60_000 }
+  )
 
   it.scopedLive(
     "a wrong code says so; the magic link signs in in the same browser and returns where asked",

@@ -13,14 +13,6 @@ export const invitationTokenFor = (server: TestServer, email: string) =>
     return token
   })
 
-/** `browser` acting in `organizationId`: the header every [ORG] request and change needs. */
-export const inOrganization =
-  (browser: Browser, organizationId: string) => (method: string, path: string, json?: unknown) =>
-    browser.http(method, path, {
-      headers: { ...browser.withCsrf, "x-organization-id": organizationId },
-      ...(json === undefined ? {} : { json })
-    })
-
 /** Invites `email` with `role` as `browser` and answers the token the e-mail carried. */
 export const invite = (server: TestServer, browser: Browser, organizationId: string, email: string, role: string) =>
   Effect.gen(function*() {
