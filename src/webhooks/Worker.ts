@@ -11,6 +11,7 @@
 import { Clock, Context, Duration, Effect, Either, Layer, Queue } from "effect"
 import { SecretBox } from "../kernel/crypto/SecretBox.js"
 import { DomainEvents } from "../kernel/events/DomainEvents.js"
+import { recordable } from "../kernel/events/EventRecorders.js"
 import { Outbound } from "../kernel/http/Outbound.js"
 import { nextAttemptAfter, truncateError } from "./Events.js"
 import { type DueDelivery, WebhooksRepo } from "./Repo.js"
@@ -118,7 +119,7 @@ export class WebhookSender extends Context.Tag("svc/webhooks/WebhookSender")<Web
         return next === null ? idleMillis : Math.min(idleMillis, Math.max(next - now, 0))
       })
 
-      const events = yield* bus.subscribe((event) => event._tag === "MachineEvent" || event._tag === "OperationSettled")
+      const events = yield* bus.subscribe(recordable)
       yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Queue.take(events), wake)))
       yield* Effect.forkScoped(Effect.forever(
         Effect.gen(function*() {
