@@ -10,14 +10,25 @@
  * (three made first, any a valid create made) settles what it accepted and, unless deleted or
  * failed, still runs an exec (a stopped one is started first).
  *
+ * The server has secret keys, and the unsubscribe link's `token` is now and then one it signed (or
+ * one altered), so the alert routes' bodies and Accept headers are fuzzed past the token check.
+ *
  * FUZZ_RUNS (10,000: about 35 s here) and FUZZ_SEED set the number of requests and the seed; a
  * failure names the seed to replay; FUZZ_VERBOSE prints progress.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Arbitrary, Effect, FastCheck as fc, Logger, LogLevel, Option, Schema, SchemaAST } from "effect"
+import { Arbitrary, Effect, FastCheck as fc, Logger, LogLevel, Option, Redacted, Schema, SchemaAST } from "effect"
+import * as NodeCrypto from "node:crypto"
+import { alertTypes } from "../../src/alerts/Types.js"
+import { makeUnsubscribeTokens } from "../../src/alerts/UnsubscribeTokens.js"
 import { Api } from "../../src/Api.js"
 import { makeClient, WaitTimeout } from "../../src/index.js"
+import { AppConfig } from "../../src/kernel/config/AppConfig.js"
+import { SecretBox } from "../../src/kernel/crypto/SecretBox.js"
 import { startServer } from "../support/TestServer.js"
+
+/** Keys for webhook secrets and signed unsubscribe links, so those routes run past their 503 and 400. */
+const secretKeys = { kind: "given" as const, keys: [Redacted.make(NodeCrypto.randomBytes(32))] }
 
 const runs = Number(process.env["FUZZ_RUNS"] ?? 10_000)
 const seed = process.env["FUZZ_SEED"] === undefined
@@ -236,7 +247,13 @@ const pathSegment = (ids: fc.Arbitrary<string>) =>
     { weight: 1, arbitrary: fc.constantFrom("%", "%zz", "%00", "..", "%2e%2e", "%2F", "a%2Fb", ";", "8080", "-1") }
   )
 
-const requests = (context: { readonly key: string; readonly orgId: string; readonly ids: ReadonlyArray<string> }) => {
+const requests = (context: {
+  readonly key: string
+  readonly orgId: string
+  readonly ids: ReadonlyArray<string>
+  /** Unsubscribe tokens the server signed (and altered ones), so the link's routes run past the check. */
+  readonly tokens: ReadonlyArray<string>
+}) => {
   const ids = fc.constantFrom(...context.ids)
   const header = fc.string({ maxLength: 60 }).map((s) => s.trim())
   const headers = fc.record({
@@ -298,9 +315,15 @@ const requests = (context: { readonly key: string; readonly orgId: string; reado
       ])
     )
     const query = fc.tuple(
-      fc.record(Object.fromEntries(route.query.map((name) => [name, fc.oneof(anyString, ids, fc.nat().map(String))])), {
-        requiredKeys: []
-      }),
+      fc.record(
+        Object.fromEntries(route.query.map((name) => [
+          name,
+          name === "token"
+            ? fc.oneof(fc.constantFrom(...context.tokens), anyString, ids)
+            : fc.oneof(anyString, ids, fc.nat().map(String))
+        ])),
+        { requiredKeys: [] }
+      ),
       fc.dictionary(fc.string({ maxLength: 10 }), anyString, { maxKeys: 2 }),
       fc.boolean()
     ).map(([known, extra, raw]) => {
@@ -364,8 +387,20 @@ describe("fuzz: every route at the door", () => {
     () =>
       Effect.gen(function*() {
         // Errors are logged, so that a 500's cause shows beside its request.
-        const server = yield* startServer({ runtime: "sandbox", logLevel: "error" })
+        const server = yield* startServer({ runtime: "sandbox", logLevel: "error", secretKeys })
         const owner = yield* server.bootstrap("fuzz@example.com")
+        const signed = yield* Effect.forEach(alertTypes, (type) =>
+          Effect.flatMap(makeUnsubscribeTokens, (tokens) =>
+            tokens.sign({ organizationId: owner.organization_id, userId: owner.user_id, type })).pipe(
+              Effect.provide(SecretBox.layer),
+              Effect.provideService(AppConfig, server.config)
+            ))
+        const tokens = [
+          ...signed,
+          ...signed.map((token) =>
+            token.slice(0, -3) + "abc"
+          )
+        ]
         const svc = yield* makeClient({ baseUrl: server.url, apiKey: owner.api_key })
         const probes = yield* Effect.forEach(["fuzz-a", "fuzz-b", "fuzz-c"], (name) =>
           Effect.flatMap(
@@ -388,25 +423,28 @@ describe("fuzz: every route at the door", () => {
         // Every 500 is collected, not only the first; a request with no answer ends the run after three.
         yield* Effect.promise(() =>
           fc.assert(
-            fc.asyncProperty(requests({ key: owner.api_key, orgId: owner.organization_id, ids }), async (request) => {
-              if (++sent % 250 === 0) progress(`${sent} requests, ${(Date.now() - started) / 1000} s`)
-              const answer = await send(server.url, request).catch((error: Error) => {
-                failures.push(error.message)
-                return undefined
-              })
-              if (answer === undefined) return ++broken < 3
-              statuses.set(answer.status, (statuses.get(answer.status) ?? 0) + 1)
-              if (answer.status === 202) {
-                const machineId = (JSON.parse(answer.text) as { machine_id?: string }).machine_id
-                if (machineId !== undefined) {
-                  acceptedFor.set(machineId, [...(acceptedFor.get(machineId) ?? []), request])
+            fc.asyncProperty(
+              requests({ key: owner.api_key, orgId: owner.organization_id, ids, tokens }),
+              async (request) => {
+                if (++sent % 250 === 0) progress(`${sent} requests, ${(Date.now() - started) / 1000} s`)
+                const answer = await send(server.url, request).catch((error: Error) => {
+                  failures.push(error.message)
+                  return undefined
+                })
+                if (answer === undefined) return ++broken < 3
+                statuses.set(answer.status, (statuses.get(answer.status) ?? 0) + 1)
+                if (answer.status === 202) {
+                  const machineId = (JSON.parse(answer.text) as { machine_id?: string }).machine_id
+                  if (machineId !== undefined) {
+                    acceptedFor.set(machineId, [...(acceptedFor.get(machineId) ?? []), request])
+                  }
                 }
+                if (answer.status === 500 && failures.length < 50) {
+                  failures.push(`500: ${show(request)} -> ${answer.text.slice(0, 200)}`)
+                }
+                return true
               }
-              if (answer.status === 500 && failures.length < 50) {
-                failures.push(`500: ${show(request)} -> ${answer.text.slice(0, 200)}`)
-              }
-              return true
-            }),
+            ),
             { numRuns: runs, seed, endOnFailure: true }
           ).catch((error: Error) => {
             failures.push(error.message.split("\n").slice(0, 2).join(" "))
