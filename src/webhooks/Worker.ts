@@ -30,7 +30,7 @@ export const perEndpoint = 16
 const bufferSize = 256
 /** Outcomes written per transaction at most. */
 const writeBatch = 1024
-/** Longest sleep without a wake (a safety net; every change wakes the sender). */
+/** Longest sleep while something is pending (a safety net; every change wakes the sender). */
 const idleMillis = 60_000
 
 export interface WebhookSenderShape {
@@ -163,7 +163,10 @@ export class WebhookSender extends Context.Tag("svc/webhooks/WebhookSender")<Web
         })
       }
 
-      /** Tops up every due endpoint's lane and starts what fits; answers how long to sleep. */
+      /**
+       * Tops up every due endpoint's lane and starts what fits; answers how long to sleep (undefined:
+       * until a wake, nothing is pending: only a recorded event or a change of an endpoint makes work).
+       */
       const round = Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
         for (const { id } of yield* repo.endpointsDue(now)) {
@@ -180,7 +183,8 @@ export class WebhookSender extends Context.Tag("svc/webhooks/WebhookSender")<Web
         }
         const next = yield* repo.nextDue()
         // A due time in the past is a row in flight or buffered: its end, or a low buffer, wakes.
-        return next === null || next <= now ? idleMillis : Math.min(idleMillis, next - now)
+        if (next === null) return undefined
+        return next <= now ? idleMillis : Math.min(idleMillis, next - now)
       })
 
       /** Writes outcomes in batches, one transaction each; a scheduled retry wakes the sender. */
@@ -205,7 +209,8 @@ export class WebhookSender extends Context.Tag("svc/webhooks/WebhookSender")<Web
           const sleep = yield* round.pipe(
             Effect.catchAllCause((cause) => Effect.as(Effect.logError("webhook sender", cause), 1_000))
           )
-          yield* Effect.raceFirst(Queue.take(wakes), Effect.sleep(Duration.millis(sleep)))
+          if (sleep === undefined) yield* Queue.take(wakes)
+          else yield* Effect.raceFirst(Queue.take(wakes), Effect.sleep(Duration.millis(sleep)))
           yield* Queue.takeAll(wakes)
         })
       ))
