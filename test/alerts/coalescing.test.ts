@@ -16,6 +16,7 @@ import { SecretBox } from "../../src/kernel/crypto/SecretBox.js"
 import { readOutbox } from "../../src/kernel/mail/Outbox.js"
 import type { Requester } from "../../src/kernel/sql/Idempotency.js"
 import { Machines } from "../../src/machines/Machines.js"
+import { Operations } from "../../src/operations/Operations.js"
 import { OperationsRepo } from "../../src/runtime/OperationsRepo.js"
 import { realSleep } from "../support/Machines.js"
 import { newMachine, owner, services, until } from "../support/Services.js"
@@ -275,4 +276,23 @@ describe("alerts: coalescing and tokens", () => {
       }),
     { timeout: 120_000 }
   )
+  it.scoped("a cancelled operation is not news: no alert", () =>
+    Effect.gen(function*() {
+      const { alice, context, fail, machines, mails, outbox, running } = yield* setup
+      const machine = yield* running(alice, "held")
+      // A long exec holds the machine; the read queued behind it is cancelled while pending.
+      yield* machines.change(alice, machine, "exec", { shell: "sleep 2" })
+      const queued = yield* machines.change(alice, machine, "read_file", {
+        ranges: [{ path: "/", offset: 0, size: 1024 }]
+      })
+      yield* Context.get(context, Operations).cancel(alice.organizationId, queued.operation_id)
+      const real = yield* fail(alice, machine)
+      const [mail] = yield* mails(1)
+      assert.include(mail!.text, real)
+      assert.notInclude(mail!.text, queued.operation_id)
+      yield* realSleep(300)
+      assert.strictEqual((yield* outbox).length, 1)
+      const cancelled = Option.getOrThrow(yield* Context.get(context, OperationsRepo).find(queued.operation_id))
+      assert.strictEqual(cancelled.error_code, "cancelled")
+    }), { timeout: 120_000 })
 })
