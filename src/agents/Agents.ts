@@ -3,17 +3,34 @@
  * code is"), built together because they share the event log and the running turns.
  */
 import { Context, Effect, Layer } from "effect"
+import { AppConfig } from "../kernel/config/AppConfig.js"
+import type { DomainEvent } from "../kernel/events/DomainEvents.js"
 import { makeAvailability } from "./Availability.js"
 import { makeConversations } from "./Conversations.js"
+import type { TurnRow } from "./ConversationsRepo.js"
+import { turnDto } from "./Dto.js"
 import { makeEventLog } from "./EventLog.js"
 import { makeInputs } from "./Inputs.js"
 import { makePrompts } from "./Prompts.js"
 import { makeTurnKeys } from "./TurnKeys.js"
 import { makeTurns } from "./Turns.js"
 
+/** A finished turn as its `agent.turn_finished` event: `data` is the AgentTurnDto (extensions §20). */
+const finishedEvent = (baseUrl: string) => {
+  const toTurn = turnDto(baseUrl)
+  return (row: TurnRow): DomainEvent => ({
+    _tag: "ResourceSettled",
+    type: "agent.turn_finished",
+    data: toTurn(row),
+    machineId: row.machine_id,
+    operationId: null,
+    organizationId: row.organization_id
+  })
+}
+
 const make = Effect.gen(function*() {
   const log = yield* makeEventLog
-  const turns = yield* makeTurns(log)
+  const turns = yield* makeTurns(log, finishedEvent((yield* AppConfig).baseUrl))
   const conversations = yield* makeConversations(log)
   const availability = yield* makeAvailability
   const keys = yield* makeTurnKeys

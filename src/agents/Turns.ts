@@ -3,8 +3,10 @@
  * then the turn runner forked into this service's scope, so a server shutdown ends every agent) and
  * finished in one transaction. Turns left open by an earlier process are failed when this is built.
  */
-import { Clock, Deferred, Effect, Queue } from "effect"
+import { Clock, Deferred, Effect, Option, Queue } from "effect"
 import { MachineDriver } from "../drivers/MachineDriver.js"
+import { type DomainEvent, DomainEvents } from "../kernel/events/DomainEvents.js"
+import { EventRecorders } from "../kernel/events/EventRecorders.js"
 import { GuestActionFailed } from "../kernel/http/MachineErrors.js"
 import { GroupCommit } from "../kernel/sql/GroupCommit.js"
 import { type Attachment, promptText, writeAttachments } from "./Attachments.js"
@@ -30,19 +32,28 @@ export interface TurnInput {
   readonly attachments: ReadonlyArray<Attachment>
 }
 
-export const makeTurns = (log: EventLog) =>
+/**
+ * `log`: the conversations' event log; `finishedEvent`: a finished turn's row as its
+ * `agent.turn_finished` event (its `data` the AgentTurnDto, built where DTOs are: Agents.ts).
+ */
+export const makeTurns = (log: EventLog, finishedEvent: (row: TurnRow) => DomainEvent) =>
   Effect.gen(function*() {
     const commit = yield* GroupCommit
+    const outbox = yield* EventRecorders
+    const bus = yield* DomainEvents
     const repo = yield* AgentConversationsRepo
     const driver = yield* MachineDriver
     const scope = yield* Effect.scope
     const handles = new Map<string, TurnHandle>()
 
-    /** Ends a turn: `turn_finished`, the turn and conversation rows and `idle`, in one transaction. */
+    /**
+     * Ends a turn: `turn_finished`, the turn and conversation rows and `idle`, and the outbox of its
+     * `agent.turn_finished` (webhooks), in one transaction; the bus hears of it once it is on disk.
+     */
     const finish = (turn: TurnRow, result: TurnOutcome, message?: string) =>
       Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
-        yield* commit.transaction(Effect.gen(function*() {
+        const finished = yield* commit.transaction(Effect.gen(function*() {
           yield* log.append(turn.conversation_id, turn.id, {
             type: "turn_finished",
             outcome: result.outcome,
@@ -59,8 +70,12 @@ export const makeTurns = (log: EventLog) =>
           })
           yield* repo.updateConversation(turn.conversation_id, { status: "idle", updated_at: now })
           yield* log.append(turn.conversation_id, null, { type: "idle" })
+          const events = Option.toArray(Option.map(yield* repo.findTurn(turn.id), finishedEvent))
+          yield* outbox.record(events)
+          return events
         }))
         yield* log.wake(turn.conversation_id)
+        yield* Effect.forEach(finished, bus.deliver, { discard: true })
       })
 
     // Turns left open by an earlier process. A graceful stop ended their agents; after a crash they

@@ -34,7 +34,8 @@ const causesOf = (operation: OperationRow, machine: MachineRow, owners: Readonly
   const name = `"${machine.name}"`
   const causes: Array<Cause> = []
   const stop = operation.kind === "stop"
-  if (operation.status === "failed") {
+  // A cancel (asked for, or a forced stop or a delete cancelling what was queued) is a decision, not news.
+  if (operation.status === "failed" && operation.error_code !== "cancelled") {
     const why = operation.error_code ?? "failed"
     if (stop) {
       causes.push({

@@ -18,8 +18,6 @@ import { makeUnsubscribeTokens } from "./UnsubscribeTokens.js"
 
 /** Alerts read per round. */
 const batch = 500
-/** Longest sleep without a wake (a safety net). */
-const idleMillis = 60_000
 /** Waits after a failed send: 1 min, 5 min, 30 min, then every 2 h until the mail server takes it. */
 const retryMillis = [60_000, 5 * 60_000, 30 * 60_000, 2 * 3_600_000]
 
@@ -85,7 +83,7 @@ export class AlertSender extends Context.Tag("svc/alerts/AlertSender")<AlertSend
         machine_id: alert.machine_id
       })
 
-      /** Sends what is due; answers how long to sleep. */
+      /** Sends what is due; answers how long to sleep (undefined: until a wake, nothing is pending). */
       const round = Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
         const seen = new Set<string>()
@@ -97,7 +95,7 @@ export class AlertSender extends Context.Tag("svc/alerts/AlertSender")<AlertSend
           yield* sendKey(key, now)
         }
         const next = yield* repo.nextDue()
-        return next === null ? idleMillis : Math.min(idleMillis, Math.max(next - now, 0))
+        return next === null ? undefined : Math.max(next - now, 0)
       })
 
       const events = yield* bus.subscribe((event) =>
@@ -109,8 +107,10 @@ export class AlertSender extends Context.Tag("svc/alerts/AlertSender")<AlertSend
           const sleep = yield* round.pipe(
             Effect.catchAllCause((cause) => Effect.as(Effect.logError("alert sender", cause), 1_000))
           )
-          // A round that left due work (more than one batch) goes again at once.
-          if (sleep > 0) yield* Effect.raceFirst(Queue.take(wakes), Effect.sleep(Duration.millis(sleep)))
+          // A round that left due work (more than one batch) goes again at once. Nothing pending: only
+          // a settle can make an alert, and it wakes the sender (no timer to run through idle hours).
+          if (sleep === undefined) yield* Queue.take(wakes)
+          else if (sleep > 0) yield* Effect.raceFirst(Queue.take(wakes), Effect.sleep(Duration.millis(sleep)))
           yield* Queue.takeAll(wakes)
         })
       ))

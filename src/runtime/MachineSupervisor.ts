@@ -192,7 +192,9 @@ const make = Effect.gen(function*() {
       Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
         const machinePatch = outcome.machine ?? {}
-        if (outcome.status !== "correlation_miss" && outcome.also !== undefined) yield* outcome.also
+        if (outcome.status !== "correlation_miss" && outcome.also !== undefined) {
+          published.push(...(yield* outcome.also))
+        }
         yield* machines.update(operation.machine_id, { ...machinePatch, updated_at: now })
         const errorCode = outcome.status === "succeeded" ? null : outcome.errorCode ?? null
         const result = outcome.status === "succeeded" || outcome.status === "failed"

@@ -3,6 +3,7 @@
  * the exec and file results it carries (the same shapes the API answers in OperationDto).
  */
 import { type Effect, Schema } from "effect"
+import type { DomainEvent } from "../kernel/events/DomainEvents.js"
 import type { MachinePatch } from "./MachinesRepo.js"
 export const ExecResult = Schema.Struct({
   exit_code: Schema.Int,
@@ -46,6 +47,7 @@ export type Outcome =
 
 /**
  * Rows other than the machine's that settle with the operation, in the same transaction (a
- * snapshot's row becomes `ready` exactly when its push succeeds). Run by the actor, not here.
+ * snapshot's row becomes `ready` exactly when its push succeeds), and the events they make (its
+ * `snapshot.ready`), recorded in the outbox with the settle. Run by the actor, not here.
  */
-export type Settles = Effect.Effect<void>
+export type Settles = Effect.Effect<ReadonlyArray<DomainEvent>>

@@ -3,7 +3,8 @@ import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { Api } from "../Api.js"
 import { acceptedChange, iso, isoOrNull } from "../kernel/http/Dto.js"
-import type { SnapshotAccepted as SnapshotAcceptedDto, SnapshotDto } from "./Api.js"
+import type { SnapshotAccepted as SnapshotAcceptedDto } from "./Api.js"
+import { snapshotDto } from "./store/Events.js"
 import type { SnapshotRow } from "./store/SnapshotsRepo.js"
 
 import { AppConfig } from "../kernel/config/AppConfig.js"
@@ -12,25 +13,6 @@ import { mapPage, paginate } from "../kernel/http/Pagination.js"
 import type { Requester } from "../kernel/sql/Idempotency.js"
 import type { NewMachine } from "../machines/Machines.js"
 import { type SnapshotAccepted, Snapshots } from "./Snapshots.js"
-
-export const snapshotDto = (row: SnapshotRow): SnapshotDto => ({
-  id: row.id,
-  machine_id: row.machine_id,
-  operation_id: row.operation_id,
-  name: row.name,
-  status: row.status,
-  tier: row.tier,
-  source: row.source,
-  size_bytes: row.size_bytes,
-  uploaded_bytes: row.uploaded_bytes,
-  generation: row.generation,
-  disk_synced: row.disk_synced === 1,
-  manifest: row.manifest,
-  parent_manifest: row.parent_manifest,
-  error_code: row.error_code,
-  created_at: iso(row.created_at),
-  completed_at: isoOrNull(row.completed_at)
-})
 
 /** One page of snapshot rows as DTOs. */
 const pageOf = <E, R>(

@@ -12,9 +12,11 @@ import { sha256 } from "../kernel/crypto/Tokens.js"
 import { uuidPattern, uuidv7 } from "../kernel/domain/Ids.js"
 import { conflictOf } from "../kernel/domain/MachineStates.js"
 import { type DomainEvent, DomainEvents } from "../kernel/events/DomainEvents.js"
+import { EventRecorders } from "../kernel/events/EventRecorders.js"
 import type { Accepted } from "../kernel/http/Dto.js"
 import { ResourceNotFound } from "../kernel/http/Errors.js"
 import { machineConflicts } from "../kernel/http/MachineErrors.js"
+import { GroupCommit } from "../kernel/sql/GroupCommit.js"
 import { canonicalJson, type Requester } from "../kernel/sql/Idempotency.js"
 import { Machines, type NewMachine, type Origin } from "../machines/Machines.js"
 import { type MachineRow, MachinesRepo } from "../runtime/MachinesRepo.js"
@@ -36,6 +38,7 @@ import { NoSnapshot, SnapshotLimitReached, SnapshotPending, TemplateLimitReached
 import { readyPatch } from "./store/Manifest.js"
 import { type SnapshotRow, SnapshotsRepo } from "./store/SnapshotsRepo.js"
 import { SnapshotStore } from "./store/SnapshotStore.js"
+import { SnapshotWork } from "./store/SnapshotWork.js"
 
 /** The settings a fork or a restore copies from its source machine. */
 const settingsOf = (machine: MachineRow, name: string, start: boolean): NewMachine => ({
@@ -58,6 +61,9 @@ const make = Effect.gen(function*() {
   const machineRows = yield* MachinesRepo
   const operations = yield* OperationsRepo
   const snapshots = yield* SnapshotsRepo
+  const commit = yield* GroupCommit
+  const outbox = yield* EventRecorders
+  const work = yield* SnapshotWork
   const store = yield* SnapshotStore
   const bus = yield* DomainEvents
   const runtime = yield* Effect.runtime<never>()
@@ -73,7 +79,10 @@ const make = Effect.gen(function*() {
   yield* Queue.take(collectRequests).pipe(Effect.zipRight(collect), Effect.forever, Effect.forkScoped)
   const requestCollection = Queue.offer(collectRequests, undefined).pipe(Effect.asVoid)
 
-  /** Settles a pending row from its terminal operation (ready only when its manifest is in the store). */
+  /**
+   * Settles a pending row from its terminal operation (ready only when its manifest is in the
+   * store), with its `snapshot.*` event in the outbox of the same transaction.
+   */
   const settleFromOperation = (operationId: string) =>
     Effect.gen(function*() {
       const row = yield* snapshots.findByOperation(operationId)
@@ -84,12 +93,24 @@ const make = Effect.gen(function*() {
       const stored = Option.isSome(operation) && operation.value.status === "succeeded"
         ? yield* Effect.promise(() => store.read(row.value.id).catch(() => undefined))
         : undefined
-      if (stored !== undefined) {
-        yield* snapshots.settle(row.value.id, readyPatch(stored.summary, now))
-      } else {
-        const code = Option.isSome(operation) ? operation.value.error_code ?? "snapshot_failed" : "snapshot_failed"
-        yield* snapshots.settle(row.value.id, { status: "failed", error_code: code, completed_at: now })
-      }
+      const code = Option.isSome(operation) ? operation.value.error_code ?? "snapshot_failed" : "snapshot_failed"
+      const published = yield* commit.transaction(Effect.gen(function*() {
+        // Read again inside the transaction: the actor's settle may have settled it meanwhile.
+        const again = yield* snapshots.find(row.value.id)
+        if (Option.isNone(again) || again.value.status !== "pending") return []
+        const events = yield* work.settledEvent(
+          row.value.id,
+          snapshots.settle(
+            row.value.id,
+            stored !== undefined
+              ? readyPatch(stored.summary, now)
+              : { status: "failed", error_code: code, completed_at: now }
+          )
+        )
+        yield* outbox.record(events)
+        return events
+      }))
+      yield* Effect.forEach(published, bus.deliver, { discard: true })
     })
 
   // At start: rows whose operation ended while svc was down (the store was collected when opened).

@@ -1,6 +1,6 @@
 /**
  * The webhooks' outbox recorder (src/kernel/events/EventRecorders.ts): inside the transaction that
- * records machine and operation events, one delivery row per endpoint of the organization that
+ * records machine, operation, snapshot and agent turn events, one delivery row per endpoint of the organization that
  * follows the event's type, enabled or not (a disabled endpoint's deliveries wait for it). The body
  * is built now, from the rows as the transaction sees them: `data` is the resource (extensions.md
  * §20), and every attempt sends these bytes under the event's id.
@@ -9,7 +9,7 @@ import { Clock, Effect, Option } from "effect"
 import { AppConfig } from "../kernel/config/AppConfig.js"
 import { uuidv7 } from "../kernel/domain/Ids.js"
 import type { DomainEvent } from "../kernel/events/DomainEvents.js"
-import type { EventRecorder } from "../kernel/events/EventRecorders.js"
+import { type EventRecorder, recordable } from "../kernel/events/EventRecorders.js"
 import { iso } from "../kernel/http/Dto.js"
 import { machineDto } from "../machines/Dto.js"
 import { operationDto } from "../operations/Dto.js"
@@ -32,6 +32,8 @@ export const makeRecorder = Effect.gen(function*() {
         return Effect.map(machines.find(event.machineId), Option.map((row): unknown => toMachine(row)))
       case "OperationSettled":
         return Effect.map(operations.find(event.operationId), Option.map((row): unknown => toOperation(row)))
+      case "ResourceSettled":
+        return Effect.succeedSome(event.data)
       default:
         return Effect.succeedNone
     }
@@ -39,7 +41,7 @@ export const makeRecorder = Effect.gen(function*() {
 
   const recordOne = (event: DomainEvent, now: number) =>
     Effect.gen(function*() {
-      if (event._tag !== "MachineEvent" && event._tag !== "OperationSettled") return
+      if (!recordable(event)) return
       const endpoints = (yield* repo.following(event.organizationId)).filter((endpoint) =>
         (JSON.parse(endpoint.events) as Array<string>).includes(event.type)
       )
@@ -55,7 +57,7 @@ export const makeRecorder = Effect.gen(function*() {
           event_id: eventId,
           event_type: event.type,
           machine_id: event.machineId,
-          operation_id: event._tag === "OperationSettled" ? event.operationId : null,
+          operation_id: event._tag === "MachineEvent" ? null : event.operationId,
           body,
           status: "pending",
           attempt_count: 0,

@@ -69,7 +69,6 @@ const make = Effect.gen(function*() {
     )
 
   /** Wakes the sender (an endpoint enabled again has deliveries waiting). */
-  const wakeSender = sender.wake
 
   return {
     find,
@@ -115,11 +114,15 @@ const make = Effect.gen(function*() {
         if (change.events != null) patch.events = distinct(change.events)
         if (change.enabled != null) patch.enabled = change.enabled ? 1 : 0
         yield* repo.update(row.id, patch)
-        if (patch.enabled === 1) yield* wakeSender
+        // What its lane holds was read under the old settings (a URL, enabled): read again.
+        yield* sender.forget(row.id)
         return { ...row, ...patch }
       }),
     remove: (organizationId: string, id: string) =>
-      Effect.flatMap(find(organizationId, id), (row) => sql.withTransaction(repo.remove(row.id)).pipe(Effect.orDie)),
+      Effect.flatMap(
+        find(organizationId, id),
+        (row) => Effect.zipRight(sql.withTransaction(repo.remove(row.id)).pipe(Effect.orDie), sender.forget(row.id))
+      ),
     /** A new secret, at once: the next attempt of every queued delivery signs with it. */
     rotate: (organizationId: string, id: string) =>
       Effect.gen(function*() {
@@ -130,6 +133,8 @@ const make = Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
         const patch = { sealed_secret: sealed, secret_rotated_at: now, updated_at: now }
         yield* repo.update(row.id, patch)
+        // Buffered rows carry the old secret: read again, so retries are signed with the new one.
+        yield* sender.forget(row.id)
         return { secret, webhook: { ...row, ...patch } } satisfies WithSecret
       }),
     deliveries: (organizationId: string, id: string, limit: number, cursor: string | undefined) =>

@@ -1,31 +1,54 @@
 /**
- * The webhook sender: reads due deliveries from the outbox table and sends them, signed, through
- * the SSRF guard (src/kernel/http/Outbound.ts). Woken by the bus when events that may have
- * deliveries are committed (and flushed), by the end of each attempt, and by its own timer at the
- * next retry's time; the table is the truth, so a restart (or a lost wake) misses nothing, and a
- * delivery that was in flight at a crash is sent again with the same `webhook-id`.
+ * The webhook sender: sends the outbox's due deliveries, signed, through the SSRF guard
+ * (src/kernel/http/Outbound.ts). The table is the truth: a restart (or a lost wake) misses nothing,
+ * and a delivery in flight at a crash, or whose outcome was not yet written, is sent again with the
+ * same `webhook-id`.
  *
- * Each endpoint has its own lane of at most `perEndpoint` attempts in flight: a receiver that
- * hangs holds its own lane for up to 10 s per attempt and never the others'.
+ * Each endpoint has a lane: a buffer of its due rows, read a few hundred at a time, and at most
+ * `perEndpoint` attempts in flight. An attempt that ends starts the next one from the buffer without
+ * a query, so a receiver that hangs holds its own lane (up to 10 s per attempt) and never the others'.
+ * Outcomes are written in batches, one transaction each (a first version re-queried the due
+ * endpoints and wrote each outcome on its own after every attempt: 556-699 deliveries/s).
+ * Rows read into a buffer and not yet written back are `claimed`, so no read takes them twice.
+ *
+ * The sender looks at the table (a round) when the bus says events were committed, when an outcome
+ * batch scheduled a retry, when a lane's buffer ran low, and at the next retry's time.
  */
 import { Clock, Context, Duration, Effect, Either, Layer, Queue } from "effect"
 import { SecretBox } from "../kernel/crypto/SecretBox.js"
 import { DomainEvents } from "../kernel/events/DomainEvents.js"
+import { recordable } from "../kernel/events/EventRecorders.js"
 import { Outbound } from "../kernel/http/Outbound.js"
+import { GroupCommit } from "../kernel/sql/GroupCommit.js"
 import { nextAttemptAfter, truncateError } from "./Events.js"
-import { type DueDelivery, WebhooksRepo } from "./Repo.js"
+import { type AttemptPatch, type DueDelivery, WebhooksRepo } from "./Repo.js"
 import { signedHeaders } from "./Signature.js"
 
 /** Attempts in flight at once per endpoint. */
 export const perEndpoint = 16
-/** Longest sleep without a wake (a safety net; every change wakes the sender). */
+/** Due rows a lane holds ready; it reads more when it falls below half. */
+const bufferSize = 256
+/** Outcomes written per transaction at most. */
+const writeBatch = 1024
+/** Longest sleep while something is pending (a safety net; every change wakes the sender). */
 const idleMillis = 60_000
 
 export interface WebhookSenderShape {
   /** Makes the sender look at the table now. */
   readonly wake: Effect.Effect<void>
+  /** Drops what an endpoint's lane holds unsent (it was changed: URL, secret, enabled). */
+  readonly forget: (webhookId: string) => Effect.Effect<void>
   /** Attempts in flight (for tests). */
   readonly inFlight: () => number
+}
+
+interface Lane {
+  readonly buffer: Array<DueDelivery>
+  inFlight: number
+  /** Its rows claimed: buffered, in flight, or with an outcome not yet written. */
+  held: number
+  /** The last read was cut by its limit: more may be due. */
+  more: boolean
 }
 
 export class WebhookSender extends Context.Tag("svc/webhooks/WebhookSender")<WebhookSender, WebhookSenderShape>() {
@@ -36,10 +59,19 @@ export class WebhookSender extends Context.Tag("svc/webhooks/WebhookSender")<Web
       const outbound = yield* Outbound
       const box = yield* SecretBox
       const bus = yield* DomainEvents
+      const commit = yield* GroupCommit
       const wakes = yield* Queue.sliding<void>(1)
       const wake = Queue.offer(wakes, undefined).pipe(Effect.asVoid)
-      const inFlight = new Set<string>()
-      const lanes = new Map<string, number>()
+      const outcomes = yield* Queue.unbounded<{ readonly id: string; readonly patch: AttemptPatch }>()
+      const lanes = new Map<string, Lane>()
+      const claimed = new Map<string, Lane>()
+      const release = (id: string) => {
+        const lane = claimed.get(id)
+        if (lane === undefined) return
+        claimed.delete(id)
+        lane.held--
+      }
+      let inFlight = 0
       /** Opened secrets by their sealed text: a rotation changes the sealed text, so it applies at once. */
       const secrets = new Map<string, string>()
       const scope = yield* Effect.scope
@@ -64,7 +96,7 @@ export class WebhookSender extends Context.Tag("svc/webhooks/WebhookSender")<Web
           const attempts = delivery.attempt_count + 1
           const ok = Either.isRight(answer) && answer.right.status >= 200 && answer.right.status < 300
           const next = ok ? undefined : nextAttemptAfter(attempts, now)
-          yield* repo.attempted(delivery.id, {
+          const patch: AttemptPatch = {
             status: ok ? "succeeded" : next === undefined ? "failed" : "pending",
             attempt_count: attempts,
             delivered_at: ok ? now : null,
@@ -78,60 +110,124 @@ export class WebhookSender extends Context.Tag("svc/webhooks/WebhookSender")<Web
                   ? `HTTP ${answer.right.status}: ${answer.right.body}`
                   : answer.left.message
               )
-          })
+          }
+          yield* Queue.offer(outcomes, { id: delivery.id, patch })
         })
 
-      const start = (delivery: DueDelivery) => {
-        inFlight.add(delivery.id)
-        lanes.set(delivery.webhook_id, (lanes.get(delivery.webhook_id) ?? 0) + 1)
-        return Effect.forkIn(
-          attempt(delivery).pipe(
-            Effect.catchAllCause((cause) => Effect.logError("webhook delivery attempt", cause)),
-            Effect.ensuring(Effect.suspend(() => {
-              inFlight.delete(delivery.id)
-              const left = (lanes.get(delivery.webhook_id) ?? 1) - 1
-              if (left === 0) lanes.delete(delivery.webhook_id)
-              else lanes.set(delivery.webhook_id, left)
-              return wake
-            }))
+      /** Starts what the lane's buffer holds, up to its room; asks for a read when it runs low. */
+      const pump = (lane: Lane): Effect.Effect<void> =>
+        Effect.suspend(() => {
+          let starts: Effect.Effect<unknown> = Effect.void
+          while (lane.inFlight < perEndpoint && lane.buffer.length > 0) {
+            const delivery = lane.buffer.shift()!
+            lane.inFlight++
+            inFlight++
+            starts = Effect.zipRight(starts, Effect.forkIn(run(lane, delivery), scope))
+          }
+          const low = lane.more && lane.buffer.length < bufferSize / 2
+          return Effect.zipRight(starts, low ? wake : Effect.void)
+        })
+
+      const run = (lane: Lane, delivery: DueDelivery) =>
+        attempt(delivery).pipe(
+          Effect.catchAllCause((cause) =>
+            // Its outcome is unknown: released, so a later read sends it again.
+            Effect.zipRight(
+              Effect.sync(() => release(delivery.id)),
+              Effect.logError("webhook delivery attempt", cause)
+            )
           ),
-          scope
+          Effect.ensuring(Effect.suspend(() => {
+            lane.inFlight--
+            inFlight--
+            return pump(lane)
+          }))
         )
+
+      /** Reads the lane's due rows that no buffer or attempt holds yet. */
+      const refill = (webhookId: string, lane: Lane, now: number) => {
+        const limit = lane.held + bufferSize
+        return Effect.map(repo.due(webhookId, now, limit), (rows) => {
+          // Filtered and claimed in one synchronous step: a read running beside it cannot take them too.
+          lane.more = rows.length === limit
+          for (const row of rows) {
+            if (lane.buffer.length >= bufferSize) {
+              lane.more = true
+              break
+            }
+            if (claimed.has(row.id)) continue
+            claimed.set(row.id, lane)
+            lane.held++
+            lane.buffer.push(row)
+          }
+        })
       }
 
-      /** Starts what is due in every lane with room; answers how long to sleep. */
+      /**
+       * Tops up every due endpoint's lane and starts what fits; answers how long to sleep (undefined:
+       * until a wake, nothing is pending: only a recorded event or a change of an endpoint makes work).
+       */
       const round = Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
         for (const { id } of yield* repo.endpointsDue(now)) {
-          const room = perEndpoint - (lanes.get(id) ?? 0)
-          if (room <= 0) continue
-          const due = yield* repo.due(id, now, room + perEndpoint)
-          let started = 0
-          for (const delivery of due) {
-            if (started >= room) break
-            if (inFlight.has(delivery.id)) continue
-            yield* start(delivery)
-            started++
+          let lane = lanes.get(id)
+          if (lane === undefined) {
+            lane = { buffer: [], inFlight: 0, held: 0, more: false }
+            lanes.set(id, lane)
           }
+          if (lane.buffer.length < bufferSize / 2) yield* refill(id, lane, now)
+          yield* pump(lane)
+        }
+        for (const [id, lane] of lanes) {
+          if (lane.held === 0) lanes.delete(id)
         }
         const next = yield* repo.nextDue()
-        return next === null ? idleMillis : Math.min(idleMillis, Math.max(next - now, 0))
+        // A due time in the past is a row in flight or buffered: its end, or a low buffer, wakes.
+        if (next === null) return undefined
+        return next <= now ? idleMillis : Math.min(idleMillis, next - now)
       })
 
-      const events = yield* bus.subscribe((event) => event._tag === "MachineEvent" || event._tag === "OperationSettled")
+      /** Writes outcomes in batches, one transaction each; a scheduled retry wakes the sender. */
+      const writer = Effect.gen(function*() {
+        const batch = yield* Queue.takeBetween(outcomes, 1, writeBatch)
+        yield* commit.transaction(Effect.forEach(batch, ({ id, patch }) => repo.attempted(id, patch), {
+          discard: true
+        })).pipe(Effect.catchAllCause((cause) => Effect.logError("webhook outcomes not written", cause)))
+        let retry = false
+        for (const { id, patch } of batch) {
+          release(id)
+          if (patch.status === "pending") retry = true
+        }
+        if (retry) yield* wake
+      })
+
+      const events = yield* bus.subscribe(recordable)
       yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Queue.take(events), wake)))
+      yield* Effect.forkScoped(Effect.forever(writer))
       yield* Effect.forkScoped(Effect.forever(
         Effect.gen(function*() {
           const sleep = yield* round.pipe(
             Effect.catchAllCause((cause) => Effect.as(Effect.logError("webhook sender", cause), 1_000))
           )
-          // Sleeps until the next due attempt or a wake, whichever comes first. A due time in the
-          // past with every lane full waits for an attempt to end (which wakes).
-          yield* Effect.raceFirst(Queue.take(wakes), Effect.sleep(Duration.millis(sleep === 0 ? idleMillis : sleep)))
+          if (sleep === undefined) yield* Queue.take(wakes)
+          else yield* Effect.raceFirst(Queue.take(wakes), Effect.sleep(Duration.millis(sleep)))
           yield* Queue.takeAll(wakes)
         })
       ))
-      return { wake, inFlight: () => inFlight.size }
+      return {
+        wake,
+        forget: (webhookId) =>
+          Effect.zipRight(
+            Effect.sync(() => {
+              const lane = lanes.get(webhookId)
+              if (lane === undefined) return
+              for (const row of lane.buffer.splice(0)) release(row.id)
+              lane.more = true
+            }),
+            wake
+          ),
+        inFlight: () => inFlight
+      }
     })
   )
 }

@@ -14,6 +14,8 @@ import { MachineDriver } from "../../src/drivers/MachineDriver.js"
 import * as ProcessDriver from "../../src/drivers/process/ProcessDriver.js"
 import { AppConfig } from "../../src/kernel/config/AppConfig.js"
 import type { MachineState } from "../../src/kernel/domain/MachineStates.js"
+import { DomainEvents } from "../../src/kernel/events/DomainEvents.js"
+import { EventRecorders } from "../../src/kernel/events/EventRecorders.js"
 import { ResourceNotFound } from "../../src/kernel/http/Errors.js"
 import * as Database from "../../src/kernel/sql/Database.js"
 import { GroupCommit } from "../../src/kernel/sql/GroupCommit.js"
@@ -80,7 +82,9 @@ export const agentsWith = (machines: ReadonlyArray<TestMachine>, dir?: string) =
     }
     const context = yield* Layer.build(
       AgentsLive.pipe(
-        Layer.provideMerge(Layer.mergeAll(GroupCommit.layer, IdempotencyKeysRepo.layer)),
+        Layer.provideMerge(
+          Layer.mergeAll(GroupCommit.layer, IdempotencyKeysRepo.layer, DomainEvents.layer, EventRecorders.none)
+        ),
         Layer.provideMerge(Database.layerFile(database)),
         Layer.provideMerge(Layer.succeed(MachineDriver, driver)),
         Layer.provide(Layer.succeed(Machines, { find } as unknown as Context.Tag.Service<Machines>)),

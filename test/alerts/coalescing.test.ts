@@ -16,9 +16,11 @@ import { SecretBox } from "../../src/kernel/crypto/SecretBox.js"
 import { readOutbox } from "../../src/kernel/mail/Outbox.js"
 import type { Requester } from "../../src/kernel/sql/Idempotency.js"
 import { Machines } from "../../src/machines/Machines.js"
+import { Operations } from "../../src/operations/Operations.js"
 import { OperationsRepo } from "../../src/runtime/OperationsRepo.js"
 import { realSleep } from "../support/Machines.js"
 import { newMachine, owner, services, until } from "../support/Services.js"
+import { smtpServerRefusing } from "../support/Smtp.js"
 
 const secretKeys = { kind: "given" as const, keys: [Redacted.make(NodeCrypto.randomBytes(32))] }
 
@@ -183,4 +185,114 @@ describe("alerts: coalescing and tokens", () => {
       }),
     { timeout: 120_000 }
   )
+  it.scoped(
+    "auto_stop is off by default; turned on, the creator hears of a timer's stop",
+    () =>
+      Effect.gen(function*() {
+        const { alice, context, machines, mails, outbox } = yield* setup
+        const alerts = Context.get(context, Alerts)
+        const operations = Context.get(context, OperationsRepo)
+        const stopped = (machineId: string) =>
+          until(
+            Effect.map(machines.find(alice.organizationId, machineId), (m) => m.state === "stopped" ? m : undefined),
+            30_000
+          )
+        const timed = (name: string) =>
+          Effect.gen(function*() {
+            const made = yield* machines.create(alice, { ...newMachine(name, true), auto_stop_seconds: 60 })
+            yield* until(
+              Effect.map(
+                operations.find(made.operation_id),
+                (row) => Option.isSome(row) && row.value.status === "succeeded" ? true : undefined
+              ),
+              30_000
+            )
+            return made.machine_id
+          })
+        // Off by default: the timer's stop is not mailed.
+        const quiet = yield* timed("quiet")
+        yield* TestClock.adjust("61 seconds")
+        yield* stopped(quiet)
+        yield* realSleep(300)
+        assert.strictEqual((yield* outbox).length, 0)
+        // On: it is.
+        yield* alerts.update(alice.organizationId, alice.userId, "alice@example.com", { auto_stop: true })
+        const loud = yield* timed("loud")
+        yield* TestClock.adjust("61 seconds")
+        yield* stopped(loud)
+        const [mail] = yield* mails(1)
+        assert.strictEqual(mail!.to, "alice@example.com")
+        assert.include(mail!.text, "\"loud\" was stopped by its auto-stop timer")
+        assert.include(mail!.headers["List-Unsubscribe"]!, "/v1/notifications/unsubscribe?token=")
+      }),
+    { timeout: 120_000 }
+  )
+  it.scoped(
+    "a mail server that refuses is retried after a minute; the alert is mailed once it takes it",
+    () =>
+      Effect.gen(function*() {
+        const smtp = yield* smtpServerRefusing(1)
+        const context = yield* services({ secretKeys, mail: { kind: "smtp", url: Redacted.make(smtp.url) } })
+        const machines = Context.get(context, Machines)
+        const operations = Context.get(context, OperationsRepo)
+        const sql = Context.get(context, SqlClient.SqlClient)
+        const alice = yield* owner(context, "retry@example.com")
+        const settledRow = (id: string) =>
+          until(
+            Effect.map(
+              operations.find(id),
+              (row) => Option.isSome(row) && ["succeeded", "failed"].includes(row.value.status) ? row.value : undefined
+            ),
+            30_000
+          )
+        const made = yield* machines.create(alice, newMachine("m", true))
+        yield* settledRow(made.operation_id)
+        const read = yield* machines.change(alice, made.machine_id, "read_file", {
+          ranges: [{ path: "/", offset: 0, size: 1024 }]
+        })
+        assert.strictEqual((yield* settledRow(read.operation_id)).status, "failed")
+        const row = () =>
+          Effect.map(
+            sql<{ attempt_count: number; status: string; last_error: string | null }>`
+        SELECT attempt_count, status, last_error FROM alerts`,
+            (rows) => rows[0]
+          )
+        const refused = yield* until(
+          Effect.map(row(), (r) => (r !== undefined && r.attempt_count === 1 ? r : undefined))
+        )
+        assert.strictEqual(refused.status, "pending")
+        assert.include(refused.last_error, "451")
+        yield* TestClock.adjust(59_000)
+        yield* realSleep(300)
+        assert.strictEqual(smtp.received.length, 0, "not before its minute")
+        yield* TestClock.adjust(1_000)
+        yield* until(Effect.sync(() => smtp.received[0]))
+        assert.include(smtp.received[0]!.data.replace(/=\r?\n/g, ""), read.operation_id)
+        assert.strictEqual(
+          (yield* until(Effect.map(row(), (r) => (r?.status === "sent" ? r : undefined)))).status,
+          "sent"
+        )
+        assert.strictEqual(smtp.refused(), 1)
+      }),
+    { timeout: 120_000 }
+  )
+  it.scoped("a cancelled operation is not news: no alert", () =>
+    Effect.gen(function*() {
+      const { alice, context, fail, machines, mails, outbox, running } = yield* setup
+      const machine = yield* running(alice, "held")
+      // A long exec holds the machine; the read queued behind it is cancelled while pending.
+      yield* machines.change(alice, machine, "exec", { shell: "sleep 2" })
+      const queued = yield* machines.change(alice, machine, "read_file", {
+        ranges: [{ path: "/", offset: 0, size: 1024 }]
+      })
+      yield* Context.get(context, Operations).cancel(alice.organizationId, queued.operation_id)
+      const real = yield* fail(alice, machine)
+      const [mail] = yield* mails(1)
+      assert.include(mail!.text, real)
+      assert.notInclude(mail!.text, queued.operation_id)
+      yield* realSleep(300)
+      assert.strictEqual((yield* outbox).length, 1)
+      const cancelled = Option.getOrThrow(yield* Context.get(context, OperationsRepo).find(queued.operation_id))
+      assert.strictEqual(cancelled.error_code, "cancelled")
+    }), { timeout: 120_000 })
 })

@@ -12,19 +12,29 @@
  *
  * The operator routes are open to the fuzz (the server has an operator token, which most requests
  * carry); a valid suspend of the organization is lifted before the machines are checked.
+ * The server has secret keys, and the unsubscribe link's `token` is now and then one it signed (or
+ * one altered), so the alert routes' bodies and Accept headers are fuzzed past the token check.
  *
  * FUZZ_RUNS (10,000: about 35 s here) and FUZZ_SEED set the number of requests and the seed; a
  * failure names the seed to replay; FUZZ_VERBOSE prints progress.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Arbitrary, Effect, FastCheck as fc, Logger, LogLevel, Option, Redacted, Schema, SchemaAST } from "effect"
+import * as NodeCrypto from "node:crypto"
+import { alertTypes } from "../../src/alerts/Types.js"
+import { makeUnsubscribeTokens } from "../../src/alerts/UnsubscribeTokens.js"
 import { Api } from "../../src/Api.js"
 import { deviceTokenMembers } from "../../src/identity/DeviceApi.js"
 import { makeClient, WaitTimeout } from "../../src/index.js"
+import { AppConfig } from "../../src/kernel/config/AppConfig.js"
+import { SecretBox } from "../../src/kernel/crypto/SecretBox.js"
 import { request as httpRequest } from "../support/Http.js"
 import { invite, joined } from "../support/Members.js"
 import { signIn } from "../support/SignIn.js"
 import { startServer } from "../support/TestServer.js"
+
+/** Keys for webhook secrets and signed unsubscribe links, so those routes run past their 503 and 400. */
+const secretKeys = { kind: "given" as const, keys: [Redacted.make(NodeCrypto.randomBytes(32))] }
 
 const runs = Number(process.env["FUZZ_RUNS"] ?? 10_000)
 const seed = process.env["FUZZ_SEED"] === undefined
@@ -266,6 +276,8 @@ interface RequestContext {
   readonly headers?: fc.Arbitrary<Record<string, string | undefined>> | undefined
   /** Sent mostly instead of the key (session-only routes), with its CSRF token. */
   readonly session?: BrowserSession | undefined
+  /** Unsubscribe tokens the server signed (and altered ones), so the link's routes run past the check. */
+  readonly tokens?: ReadonlyArray<string> | undefined
 }
 
 const requests = (context: RequestContext) => {
@@ -351,9 +363,15 @@ const requests = (context: RequestContext) => {
       ])
     )
     const query = fc.tuple(
-      fc.record(Object.fromEntries(route.query.map((name) => [name, fc.oneof(anyString, ids, fc.nat().map(String))])), {
-        requiredKeys: []
-      }),
+      fc.record(
+        Object.fromEntries(route.query.map((name) => [
+          name,
+          name === "token"
+            ? fc.oneof(fc.constantFrom(...(context.tokens ?? ["none"])), anyString, ids)
+            : fc.oneof(anyString, ids, fc.nat().map(String))
+        ])),
+        { requiredKeys: [] }
+      ),
       fc.dictionary(fc.string({ maxLength: 10 }), anyString, { maxKeys: 2 }),
       fc.boolean()
     ).map(([known, extra, raw]) => {
@@ -463,9 +481,22 @@ describe("fuzz: every route at the door", () => {
         const server = yield* startServer({
           runtime: "sandbox",
           logLevel: "error",
-          operatorToken: Option.some(Redacted.make(operatorToken))
+          operatorToken: Option.some(Redacted.make(operatorToken)),
+          secretKeys
         })
         const owner = yield* server.bootstrap("fuzz@example.com")
+        const signed = yield* Effect.forEach(alertTypes, (type) =>
+          Effect.flatMap(makeUnsubscribeTokens, (tokens) =>
+            tokens.sign({ organizationId: owner.organization_id, userId: owner.user_id, type })).pipe(
+              Effect.provide(SecretBox.layer),
+              Effect.provideService(AppConfig, server.config)
+            ))
+        const tokens = [
+          ...signed,
+          ...signed.map((token) =>
+            token.slice(0, -3) + "abc"
+          )
+        ]
         const svc = yield* makeClient({ baseUrl: server.url, apiKey: owner.api_key })
         const probes = yield* Effect.forEach(["fuzz-a", "fuzz-b", "fuzz-c"], (name) =>
           Effect.flatMap(
@@ -482,7 +513,7 @@ describe("fuzz: every route at the door", () => {
         progress(`seed ${seed}`)
         const { failures, seconds, statuses } = yield* fuzz(
           server.url,
-          requests({ key: owner.api_key, orgId: owner.organization_id, ids }),
+          requests({ key: owner.api_key, orgId: owner.organization_id, ids, tokens }),
           runs,
           (request, answer) => {
             if (answer.status !== 202) return

@@ -9,38 +9,47 @@ export interface Received {
   readonly data: string
 }
 
-export const smtpServer = Effect.gen(function*() {
-  const port = yield* freePort
-  const received: Array<Received> = []
-  const server = new SMTPServer({
-    authOptional: false,
-    allowInsecureAuth: true,
-    disabledCommands: ["STARTTLS"],
-    onAuth: (auth, _session, callback) =>
-      auth.username === "svc" && auth.password === "secret"
-        ? callback(null, { user: "svc" })
-        : callback(new Error("Invalid username or password")),
-    onData: (stream, session, callback) => {
-      const chunks: Array<Buffer> = []
-      stream.on("data", (chunk: Buffer) => chunks.push(chunk))
-      stream.on("end", () => {
-        received.push({
-          from: session.envelope.mailFrom === false ? undefined : session.envelope.mailFrom.address,
-          to: session.envelope.rcptTo.map((rcpt) => rcpt.address),
-          data: Buffer.concat(chunks).toString("utf8")
+/** `refuse`: how many messages it answers with a temporary failure (451) before it takes them. */
+export const smtpServerRefusing = (refuse: number) =>
+  Effect.gen(function*() {
+    const port = yield* freePort
+    const received: Array<Received> = []
+    let refused = 0
+    const server = new SMTPServer({
+      authOptional: false,
+      allowInsecureAuth: true,
+      disabledCommands: ["STARTTLS"],
+      onAuth: (auth, _session, callback) =>
+        auth.username === "svc" && auth.password === "secret"
+          ? callback(null, { user: "svc" })
+          : callback(new Error("Invalid username or password")),
+      onData: (stream, session, callback) => {
+        const chunks: Array<Buffer> = []
+        stream.on("data", (chunk: Buffer) => chunks.push(chunk))
+        stream.on("end", () => {
+          if (refused < refuse) {
+            refused++
+            return callback(Object.assign(new Error("Try again later"), { responseCode: 451 }))
+          }
+          received.push({
+            from: session.envelope.mailFrom === false ? undefined : session.envelope.mailFrom.address,
+            to: session.envelope.rcptTo.map((rcpt) => rcpt.address),
+            data: Buffer.concat(chunks).toString("utf8")
+          })
+          callback()
         })
-        callback()
-      })
-    }
+      }
+    })
+    yield* Effect.acquireRelease(
+      Effect.async<void>((resume) => {
+        server.listen(port, "127.0.0.1", () => resume(Effect.void))
+      }),
+      () => Effect.async<void>((resume) => server.close(() => resume(Effect.void)))
+    )
+    return { port, received, url: `smtp://svc:secret@127.0.0.1:${port}`, refused: () => refused }
   })
-  yield* Effect.acquireRelease(
-    Effect.async<void>((resume) => {
-      server.listen(port, "127.0.0.1", () => resume(Effect.void))
-    }),
-    () => Effect.async<void>((resume) => server.close(() => resume(Effect.void)))
-  )
-  return { port, received, url: `smtp://svc:secret@127.0.0.1:${port}` }
-})
+
+export const smtpServer = smtpServerRefusing(0)
 
 /** A header of a received message (unfolded), if present. */
 export const headerOf = (data: string, name: string) => {

@@ -45,6 +45,18 @@ export type DomainEvent =
     readonly machineId: string
     readonly organizationId: string
   }
+  | {
+    /**
+     * A snapshot or an agent turn reached its end. `data` is the resource as its transaction wrote
+     * it (SnapshotDto, AgentTurnDto): the producer has the row in hand, the outbox takes it as is.
+     */
+    readonly _tag: "ResourceSettled"
+    readonly type: "snapshot.ready" | "snapshot.failed" | "agent.turn_finished"
+    readonly data: unknown
+    readonly machineId: string
+    readonly operationId: string | null
+    readonly organizationId: string
+  }
 
 export interface DomainEventsShape {
   /** `readable` and `deliver` at once: for events whose rows are on disk (or that have none). */

@@ -18,7 +18,8 @@ export interface EventRecordersShape {
 }
 
 /** Whether an event can concern a recorder at all (operation output and progress never do). */
-const recordable = (event: DomainEvent) => event._tag === "MachineEvent" || event._tag === "OperationSettled"
+export const recordable = (event: DomainEvent) =>
+  event._tag === "MachineEvent" || event._tag === "OperationSettled" || event._tag === "ResourceSettled"
 
 export class EventRecorders extends Context.Tag("svc/events/EventRecorders")<EventRecorders, EventRecordersShape>() {
   /** The recorders, run one after the other; events that concern none cost a filter. */

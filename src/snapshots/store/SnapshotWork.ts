@@ -9,11 +9,13 @@ import { Clock, Context, Effect, Layer, Option, Runtime } from "effect"
 import * as NodeFs from "node:fs/promises"
 import * as NodePath from "node:path"
 import { DriverError, MachineDriver } from "../../drivers/MachineDriver.js"
+import type { DomainEvent } from "../../kernel/events/DomainEvents.js"
 import type { MachineRow } from "../../runtime/MachinesRepo.js"
 import { MachinesRepo } from "../../runtime/MachinesRepo.js"
 import type { OperationRow } from "../../runtime/OperationsRepo.js"
 import type { Outcome } from "../../runtime/Outcome.js"
 import { CorruptChunk, NoManifest } from "./ChunkStore.js"
+import { snapshotEvent } from "./Events.js"
 import { syncFileSystem } from "./Fsync.js"
 import { readyPatch } from "./Manifest.js"
 import { SnapshotsRepo } from "./SnapshotsRepo.js"
@@ -96,7 +98,12 @@ const make = Effect.gen(function*() {
       yield* onProgress(total, total)
     })
 
+  /** Settles a snapshot's row and answers its `snapshot.ready` or `snapshot.failed`, the row as written. */
+  const settledEvent = <A>(id: string, settle: Effect.Effect<A>): Effect.Effect<ReadonlyArray<DomainEvent>> =>
+    Effect.zipRight(settle, Effect.map(snapshots.find(id), (row) => Option.toArray(Option.map(row, snapshotEvent))))
+
   return {
+    settledEvent,
     push: (operation: OperationRow, machine: MachineRow, onProgress: ProgressHook) =>
       Effect.gen(function*() {
         const found = yield* snapshots.findByOperation(operation.id)
@@ -125,7 +132,8 @@ const make = Effect.gen(function*() {
           return {
             status: "failed",
             errorCode: "snapshot_failed",
-            also: Effect.asVoid(
+            also: settledEvent(
+              row.id,
               snapshots.settle(row.id, { status: "failed", error_code: "snapshot_failed", completed_at: completed })
             )
           } satisfies Outcome
@@ -136,7 +144,7 @@ const make = Effect.gen(function*() {
           status: "succeeded",
           unchanged: false,
           machine: {},
-          also: Effect.asVoid(snapshots.settle(row.id, readyPatch(summary, completed)))
+          also: settledEvent(row.id, snapshots.settle(row.id, readyPatch(summary, completed)))
         } satisfies Outcome
       }),
 
