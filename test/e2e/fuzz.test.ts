@@ -14,9 +14,11 @@
  * failure names the seed to replay; FUZZ_VERBOSE prints progress.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Arbitrary, Effect, FastCheck as fc, Logger, LogLevel, Option, Schema, SchemaAST } from "effect"
+import Database from "better-sqlite3"
+import { Arbitrary, Effect, FastCheck as fc, Logger, LogLevel, Option, Redacted, Schema, SchemaAST } from "effect"
 import { Api } from "../../src/Api.js"
 import { makeClient, WaitTimeout } from "../../src/index.js"
+import { startStripeServer, stripeSettings } from "../support/StripeServer.js"
 import { startServer } from "../support/TestServer.js"
 
 const runs = Number(process.env["FUZZ_RUNS"] ?? 10_000)
@@ -236,7 +238,15 @@ const pathSegment = (ids: fc.Arbitrary<string>) =>
     { weight: 1, arbitrary: fc.constantFrom("%", "%zz", "%00", "..", "%2e%2e", "%2F", "a%2Fb", ";", "8080", "-1") }
   )
 
-const requests = (context: { readonly key: string; readonly orgId: string; readonly ids: ReadonlyArray<string> }) => {
+const requests = (
+  context: {
+    readonly key: string
+    readonly orgId: string
+    readonly ids: ReadonlyArray<string>
+    readonly operatorToken?: string
+  },
+  only: ReadonlyArray<Route> = routes
+) => {
   const ids = fc.constantFrom(...context.ids)
   const header = fc.string({ maxLength: 60 }).map((s) => s.trim())
   const headers = fc.record({
@@ -279,9 +289,12 @@ const requests = (context: { readonly key: string; readonly orgId: string; reado
       freq: 8
     }),
     cookie: fc.option(header.map((s) => `svc_session=${encode(s)}; svc_csrf=x`), { nil: undefined, freq: 10 }),
+    "x-svc-operator-token": context.operatorToken === undefined
+      ? fc.constant(undefined)
+      : fc.option(fc.oneof(fc.constant(context.operatorToken), header), { nil: undefined, freq: 2 }),
     "x-csrf-token": fc.option(header, { nil: undefined, freq: 10 })
   }, { requiredKeys: [] })
-  const perRoute = routes.map((route) => {
+  const perRoute = only.map((route) => {
     const valid = validBodies(route)
     const junkObject = fc.tuple(
       fc.record(Object.fromEntries(route.fields.map((field) => [field, jsonValue(ids)])), { requiredKeys: [] }),
@@ -472,6 +485,70 @@ describe("fuzz: every route at the door", () => {
         // The server's own fibers (actors retrying, say) log at error level only, like its requests.
         Logger.withMinimumLogLevel(LogLevel.Error)
       ),
+    { timeout: 600_000 }
+  )
+
+  it.scopedLive(
+    "billing metered with payments: every billing and operator billing body, never a 500 or a hang, the ledger adds up",
+    () =>
+      Effect.gen(function*() {
+        const stripe = yield* startStripeServer
+        const operatorToken = "fuzz-operator"
+        const server = yield* startServer({
+          logLevel: "error",
+          billing: "metered",
+          payments: Option.some("stripe"),
+          stripe: stripeSettings(stripe, 2),
+          operatorToken: Option.some(Redacted.make(operatorToken))
+        })
+        const owner = yield* server.bootstrap("fuzz@example.com")
+        const billingRoutes = routes.filter((route) => route.name.startsWith("billing.") || route.name === "limits.get")
+        const ids = [owner.organization_id, "0190d9a2-0000-7000-8000-000000000001"]
+        const failures: Array<string> = []
+        const statuses = new Map<number, number>()
+        const billingRuns = Math.max(200, Math.floor(runs / 5))
+        yield* Effect.promise(() =>
+          fc.assert(
+            fc.asyncProperty(
+              requests({ key: owner.api_key, orgId: owner.organization_id, ids, operatorToken }, billingRoutes),
+              async (request) => {
+                const answer = await send(server.url, request).catch((error: Error) => {
+                  failures.push(error.message)
+                  return undefined
+                })
+                if (answer === undefined) return false
+                statuses.set(answer.status, (statuses.get(answer.status) ?? 0) + 1)
+                if (answer.status === 500 && failures.length < 50) {
+                  failures.push(`500: ${show(request)} -> ${answer.text.slice(0, 200)}`)
+                }
+                return true
+              }
+            ),
+            { numRuns: billingRuns, seed, endOnFailure: true }
+          ).catch((error: Error) => {
+            failures.push(error.message.split("\n").slice(0, 2).join(" "))
+          })
+        )
+        console.log(
+          `billing fuzz (FUZZ_SEED=${seed}): ${billingRuns} requests; statuses ${
+            JSON.stringify(Object.fromEntries([...statuses].sort(([a], [b]) => a - b)))
+          }`
+        )
+        // Whatever was accepted, each balance still equals the sum of its ledger rows.
+        const db = new Database(server.config.databaseFile, { readonly: true })
+        const account = db.prepare("SELECT * FROM billing_accounts WHERE organization_id = ?").get(
+          owner.organization_id
+        ) as Record<string, number>
+        for (const balance of ["trial", "plan", "credit"]) {
+          const sum = db.prepare(
+            "SELECT COALESCE(SUM(amount_micros), 0) AS total FROM billing_ledger " +
+              "WHERE organization_id = ? AND balance = ?"
+          ).get(owner.organization_id, balance) as { total: number }
+          assert.strictEqual(sum.total, account[`${balance}_micros`], balance)
+        }
+        db.close()
+        assert.deepStrictEqual(failures, [], `replay with FUZZ_SEED=${seed} FUZZ_RUNS=${runs}`)
+      }).pipe(Logger.withMinimumLogLevel(LogLevel.Error)),
     { timeout: 600_000 }
   )
 })
