@@ -69,23 +69,22 @@ CREATE TABLE billing_meters (
   carry BIGINT NOT NULL DEFAULT 0
 );
 
--- Running time as metered: one row per machine per tick, priced at the list price times the
--- multiplier of what paid for it (`price_basis`: trial, credit, unlimited or the plan).
+-- Running time as metered, per machine per UTC hour (by the hour its metered span started) and
+-- per what paid for it (`price_basis`: trial, credit, unlimited or the plan): a tick adds to its
+-- hour's row, so a machine costs one row an hour, not one a tick.
 CREATE TABLE billing_usage (
-  seq INTEGER PRIMARY KEY AUTOINCREMENT,
-  organization_id TEXT NOT NULL,
   machine_id TEXT NOT NULL,
-  size TEXT NOT NULL,
+  hour_start BIGINT NOT NULL,
   price_basis TEXT NOT NULL,
-  from_at BIGINT NOT NULL,
-  until_at BIGINT NOT NULL,
-  seconds BIGINT NOT NULL,
+  organization_id TEXT NOT NULL,
+  size TEXT NOT NULL,
   hourly_micros BIGINT NOT NULL,
   multiplier_permille INTEGER NOT NULL,
-  amount_micros BIGINT NOT NULL
+  seconds BIGINT NOT NULL,
+  amount_micros BIGINT NOT NULL,
+  PRIMARY KEY (machine_id, hour_start, price_basis)
 );
-CREATE INDEX billing_usage_by_organization ON billing_usage (organization_id, until_at);
-CREATE INDEX billing_usage_by_machine ON billing_usage (machine_id, until_at);
+CREATE INDEX billing_usage_by_organization ON billing_usage (organization_id, hour_start);
 
 -- The payment provider's events, each applied once: a repeat finds its id here.
 CREATE TABLE billing_events (

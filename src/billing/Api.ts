@@ -191,6 +191,24 @@ const TrialGrantRequest = RequestBody({
   ...OperatorFields
 })
 
+/**
+ * The envelope of a Stripe event, as Stripe documents it: the signature is checked over the raw
+ * body, this only keeps the door's rule (a member nobody named is refused).
+ */
+const StripeEventBody = RequestBody({
+  id: Schema.optional(Schema.String),
+  object: Schema.optional(Schema.String),
+  account: Schema.optional(Schema.String),
+  api_version: Schema.optional(Schema.NullOr(Schema.String)),
+  context: Schema.optional(Schema.String),
+  created: Schema.optional(Schema.Number),
+  data: Schema.optional(Schema.Unknown),
+  livemode: Schema.optional(Schema.Boolean),
+  pending_webhooks: Schema.optional(Schema.Number),
+  request: Schema.optional(Schema.Unknown),
+  type: Schema.optional(Schema.String)
+})
+
 const reader = policy("R", "header")
 const managers = policy("F", "header", Roles.billingManagers)
 const operator = policy("O")
@@ -325,7 +343,7 @@ export class BillingApi extends HttpApiGroup.make("billing")
         "changes nothing. Each event id is applied once; a repeat answers 200.",
       policy: policy("N"),
       errors: [InvalidSignature, ...paymentErrors]
-    }).setPayload(Schema.Unknown).addSuccess(Schema.Struct({ received: Schema.Boolean }))
+    }).setPayload(StripeEventBody).addSuccess(Schema.Struct({ received: Schema.Boolean }))
   )
   .add(
     Endpoint.post("grantCredits", "/v1/operator/billing/credits", {

@@ -217,8 +217,9 @@ const make = Effect.gen(function*() {
         return { since, until }
       }),
 
+    /** Usage is kept per hour: the hours that start in [since rounded down, until). */
     usageRows: (organizationId: string, since: number, until: number, machineId: string | null) =>
-      repo.usageByMachine(organizationId, since, until, machineId),
+      repo.usageByMachine(organizationId, since - (since % 3_600_000), until, machineId),
 
     machineSize: (organizationId: string, machineId: string) =>
       Effect.flatMap(machines.findIn(organizationId, machineId), (found) =>

@@ -3,6 +3,7 @@ import { Effect } from "effect"
 import { Api } from "../Api.js"
 import { currentOrganization } from "../kernel/http/CallerContext.js"
 import { iso, isoOrNull } from "../kernel/http/Dto.js"
+import { InvalidRequest } from "../kernel/http/Errors.js"
 import { mapPage } from "../kernel/http/Pagination.js"
 import { Billing } from "./Billing.js"
 import { Purchases } from "./Purchases.js"
@@ -147,6 +148,13 @@ export const BillingHandlers = HttpApiBuilder.group(Api, "billing", (handlers) =
       .handle("stripeWebhook", () =>
         Effect.gen(function*() {
           const request = yield* HttpServerRequest.HttpServerRequest
+          // Stripe sends JSON; only a body read as text can be read again (the signature needs it).
+          const contentType = request.headers["content-type"]?.toLowerCase() ?? "application/json"
+          if (!contentType.includes("application/json")) {
+            return yield* new InvalidRequest({
+              field_errors: [{ field: "body", message: "expected application/json, as Stripe sends its events" }]
+            })
+          }
           const body = yield* Effect.orDie(request.text)
           return yield* purchases.receive(body, request.headers["stripe-signature"])
         }))

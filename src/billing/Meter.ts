@@ -11,10 +11,12 @@ import { AppConfig } from "../kernel/config/AppConfig.js"
 import { GroupCommit } from "../kernel/sql/GroupCommit.js"
 import { Accounts } from "./Accounts.js"
 import { meter, monthOf, onTrialRules, permilleOf, split } from "./Money.js"
-import { type AccountRow, BillingRepo, type MeterCandidate } from "./Repo.js"
+import { type AccountRow, BillingRepo, type MeterCandidate, type MeterWrite } from "./Repo.js"
 
-/** Organizations charged in one transaction: bounds how long one batch holds the event loop. */
-const organizationsPerBatch = 100
+/** Organizations metered in one transaction (some 500 machines): bounds how long one batch holds the event loop. */
+const organizationsPerBatch = 50
+
+const hourMs = 3_600_000
 
 const runningStates = new Set(["running", "stopping", "restarting"])
 
@@ -64,42 +66,59 @@ const make = Effect.gen(function*() {
       }
     })
 
-  /** Meters one organization's machines by `now`; answers whether it became exhausted. */
-  const meterOrganization = (organizationId: string, machines: ReadonlyArray<MeterCandidate>, now: number) =>
+  /** What each machine ran by `now`, priced; machines with no whole second yet are left for later. */
+  const price = (
+    organizationId: string,
+    machines: ReadonlyArray<MeterCandidate>,
+    account: AccountRow | null,
+    now: number
+  ) => {
+    const { basis, permille } = basisOf(account)
+    const writes: Array<MeterWrite> = []
+    for (const machine of machines) {
+      const from = Math.max(machine.metered_until ?? machine.started_at, machine.started_at)
+      const to = runningStates.has(machine.state) ? now : (machine.stopped_at ?? now)
+      const whole = Math.floor((to - from) / 1000)
+      if (whole <= 0) continue
+      const hourly = prices.hourly_micros[machine.size]
+      const priced = meter(whole, hourly, permille, machine.carry ?? 0)
+      writes.push({
+        organization_id: organizationId,
+        machine_id: machine.id,
+        size: machine.size,
+        price_basis: basis,
+        hour_start: from - (from % hourMs),
+        seconds: whole,
+        hourly_micros: hourly,
+        multiplier_permille: permille,
+        amount_micros: priced.amount,
+        metered_until: from + whole * 1000,
+        carry: priced.carry
+      })
+    }
+    return writes
+  }
+
+  /** Meters a batch of organizations by `now`; answers the ones that became exhausted. */
+  const meterBatch = (batch: ReadonlyArray<readonly [string, ReadonlyArray<MeterCandidate>]>, now: number) =>
     Effect.gen(function*() {
-      const account = accounts.metered ? yield* accounts.ensure(organizationId) : null
-      const { basis, permille } = basisOf(account)
-      let total = 0
-      let seconds = 0
-      const charged: Array<string> = []
-      for (const machine of machines) {
-        const from = Math.max(machine.metered_until ?? machine.started_at, machine.started_at)
-        const to = runningStates.has(machine.state) ? now : (machine.stopped_at ?? now)
-        const whole = Math.floor((to - from) / 1000)
-        if (whole <= 0) continue
-        const hourly = prices.hourly_micros[machine.size]
-        const priced = meter(whole, hourly, permille, machine.carry ?? 0)
-        const until = from + whole * 1000
-        yield* repo.upsertMeter(machine.id, organizationId, until, priced.carry)
-        yield* repo.insertUsage({
-          organization_id: organizationId,
-          machine_id: machine.id,
-          size: machine.size,
-          price_basis: basis,
-          from_at: from,
-          until_at: until,
-          seconds: whole,
-          hourly_micros: hourly,
-          multiplier_permille: permille,
-          amount_micros: priced.amount
-        })
-        total += priced.amount
-        seconds += whole
-        charged.push(machine.id)
+      const exhausted: Array<string> = []
+      const writes: Array<MeterWrite> = []
+      const charges: Array<[AccountRow, ReadonlyArray<MeterWrite>]> = []
+      for (const [organizationId, machines] of batch) {
+        const account = accounts.metered ? yield* accounts.ensure(organizationId) : null
+        const priced = price(organizationId, machines, account, now)
+        writes.push(...priced)
+        if (account !== null) charges.push([account, priced])
       }
-      if (account === null) return false
-      if (total > 0) yield* charge(account, total, charged, seconds, now)
-      return yield* accounts.settle(organizationId)
+      yield* repo.meterMany(writes)
+      for (const [account, priced] of charges) {
+        const total = priced.reduce((sum, write) => sum + write.amount_micros, 0)
+        const seconds = priced.reduce((sum, write) => sum + write.seconds, 0)
+        if (total > 0) yield* charge(account, total, priced.map((write) => write.machine_id), seconds, now)
+        if (yield* accounts.settle(account.organization_id)) exhausted.push(account.organization_id)
+      }
+      return exhausted
     })
 
   /**
@@ -119,11 +138,12 @@ const make = Effect.gen(function*() {
       const organizations = [...byOrganization.keys()]
       const exhausted: Array<string> = []
       for (let start = 0; start < organizations.length; start += organizationsPerBatch) {
-        const batch = organizations.slice(start, start + organizationsPerBatch)
-        const newly = yield* commit.transaction(
-          Effect.filter(batch, (organizationId) =>
-            meterOrganization(organizationId, byOrganization.get(organizationId)!, now))
+        const batch = organizations.slice(start, start + organizationsPerBatch).map((organizationId) =>
+          [organizationId, byOrganization.get(organizationId)!] as const
         )
+        // Not waiting for the flush: a batch lost to a crash is metered again by the next tick (its
+        // meters did not move), and the next commit makes it durable anyway.
+        const newly = yield* commit.applied(meterBatch(batch, now))
         exhausted.push(...newly)
         // Lets requests in between batches.
         yield* Effect.yieldNow()

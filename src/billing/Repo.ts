@@ -90,8 +90,7 @@ export interface UsageRow {
   readonly machine_id: string
   readonly size: MachineSize
   readonly price_basis: string
-  readonly from_at: number
-  readonly until_at: number
+  readonly hour_start: number
   readonly seconds: number
   readonly hourly_micros: number
   readonly multiplier_permille: number
@@ -114,6 +113,27 @@ export interface UsageLine {
   readonly seconds: number
   readonly amount_micros: number
 }
+
+export interface MeterWrite extends UsageRow {
+  readonly metered_until: number
+  readonly carry: number
+}
+
+/** Rows per multi-row statement: few statement texts to keep prepared, few statements to run. */
+const chunkSize = 64
+
+const values = (rows: number, columns: number) =>
+  Array.from({ length: rows }, () => `(${Array.from({ length: columns }, () => "?").join(", ")})`).join(", ")
+
+const inChunks = <A>(rows: ReadonlyArray<A>, write: (chunk: ReadonlyArray<A>) => Effect.Effect<number>) =>
+  Effect.forEach(
+    Array.from(
+      { length: Math.ceil(rows.length / chunkSize) },
+      (_, i) => rows.slice(i * chunkSize, (i + 1) * chunkSize)
+    ),
+    write,
+    { discard: true }
+  )
 
 /** States in which a machine's sandbox runs (and its time costs). */
 const runningStates = "('running', 'stopping', 'restarting')"
@@ -207,13 +227,44 @@ const make = Effect.gen(function*() {
         meteredUntil,
         carry
       ),
-    insertUsage: (row: UsageRow) => db.insert("billing_usage", row),
-    /** Per machine of the organization, usage that ended in [since, until). */
+    /**
+     * A tick's metering of many machines in a few statements: each machine's meter moved, and its
+     * seconds and amount added to its row for that hour.
+     */
+    meterMany: (rows: ReadonlyArray<MeterWrite>) =>
+      Effect.zipRight(
+        inChunks(rows, (chunk) =>
+          db.run(
+            `INSERT INTO billing_meters (machine_id, organization_id, metered_until, carry) VALUES ${
+              values(chunk.length, 4)
+            } ON CONFLICT (machine_id) DO UPDATE SET metered_until = excluded.metered_until, carry = excluded.carry`,
+            ...chunk.flatMap((row) => [row.machine_id, row.organization_id, row.metered_until, row.carry])
+          )),
+        inChunks(rows, (chunk) =>
+          db.run(
+            `INSERT INTO billing_usage (machine_id, hour_start, price_basis, organization_id, size, hourly_micros,
+              multiplier_permille, seconds, amount_micros) VALUES ${values(chunk.length, 9)}
+              ON CONFLICT (machine_id, hour_start, price_basis) DO UPDATE SET seconds = billing_usage.seconds +
+              excluded.seconds, amount_micros = billing_usage.amount_micros + excluded.amount_micros`,
+            ...chunk.flatMap((row) => [
+              row.machine_id,
+              row.hour_start,
+              row.price_basis,
+              row.organization_id,
+              row.size,
+              row.hourly_micros,
+              row.multiplier_permille,
+              row.seconds,
+              row.amount_micros
+            ])
+          ))
+      ),
+    /** Per machine of the organization, usage of the hours that start in [since, until). */
     usageByMachine: (organizationId: string, since: number, until: number, machineId: string | null) =>
       db.all<UsageSum>(
         `SELECT u.machine_id, m.name, u.size, SUM(u.seconds) AS seconds, SUM(u.amount_micros) AS amount_micros
           FROM billing_usage u LEFT JOIN machines m ON m.id = u.machine_id
-          WHERE u.organization_id = ? AND u.until_at >= ? AND u.until_at < ? AND (? IS NULL OR u.machine_id = ?)
+          WHERE u.organization_id = ? AND u.hour_start >= ? AND u.hour_start < ? AND (? IS NULL OR u.machine_id = ?)
           GROUP BY u.machine_id, m.name, u.size ORDER BY u.machine_id`,
         organizationId,
         since,
@@ -226,7 +277,7 @@ const make = Effect.gen(function*() {
       db.all<UsageLine>(
         `SELECT price_basis, size, hourly_micros, multiplier_permille, SUM(seconds) AS seconds,
           SUM(amount_micros) AS amount_micros FROM billing_usage
-          WHERE organization_id = ? AND until_at >= ? AND until_at < ?
+          WHERE organization_id = ? AND hour_start >= ? AND hour_start < ?
           GROUP BY price_basis, size, hourly_micros, multiplier_permille ORDER BY price_basis, size`,
         organizationId,
         since,

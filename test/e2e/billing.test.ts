@@ -6,6 +6,7 @@
  * (502), and the operator's grants.
  */
 import { assert, describe, it } from "@effect/vitest"
+import Database from "better-sqlite3"
 import { Effect, Option, Redacted } from "effect"
 import { cheapPrices } from "../billing/support.js"
 import { client, request } from "../support/Http.js"
@@ -341,7 +342,25 @@ describe("billing over HTTP", () => {
         json: { organization_id: org, amount_micros: 1, operator: "x", reason: "y" }
       })
       assert.strictEqual(anonymous.status, 401)
-      // A read-only caller may read, not change.
-      assert.strictEqual((yield* api("GET", "/v1/billing/invoice-preview")).status, 200)
+      // Roles: billing changes are for Owner and Billing; reads for any member; a read_only key only reads.
+      const readOnly =
+        (yield* api("POST", "/v1/api-keys", { json: { name: "reader", preset: "read_only" } })).body.secret
+      const reader = client(server.url, { key: readOnly })
+      assert.strictEqual((yield* reader("GET", "/v1/billing/invoice-preview")).status, 200)
+      const scoped = yield* reader("PATCH", "/v1/billing", { json: { spend_cap_micros: 1 } })
+      assert.strictEqual(scoped.status, 403)
+      assert.strictEqual(scoped.body.code, "insufficient_scope")
+      const db = new Database(server.config.databaseFile)
+      const role = (name: string) =>
+        db.prepare("UPDATE memberships SET role = ? WHERE user_id = ?").run(name, owner.user_id)
+      role("billing")
+      assert.strictEqual((yield* api("PATCH", "/v1/billing", { json: { spend_cap_micros: 1 } })).status, 200)
+      role("admin")
+      const admin = yield* api("POST", "/v1/billing/trial/end")
+      assert.strictEqual(admin.status, 403)
+      assert.strictEqual(admin.body.code, "forbidden")
+      assert.strictEqual((yield* api("GET", "/v1/billing")).status, 200)
+      role("owner")
+      db.close()
     }))
 })

@@ -19,6 +19,7 @@
  * failure names the seed to replay; FUZZ_VERBOSE prints progress.
  */
 import { assert, describe, it } from "@effect/vitest"
+import Database from "better-sqlite3"
 import { Arbitrary, Effect, FastCheck as fc, Logger, LogLevel, Option, Redacted, Schema, SchemaAST } from "effect"
 import * as NodeCrypto from "node:crypto"
 import { alertTypes } from "../../src/alerts/Types.js"
@@ -31,6 +32,7 @@ import { SecretBox } from "../../src/kernel/crypto/SecretBox.js"
 import { request as httpRequest } from "../support/Http.js"
 import { invite, joined } from "../support/Members.js"
 import { signIn } from "../support/SignIn.js"
+import { startStripeServer, stripeSettings } from "../support/StripeServer.js"
 import { startServer } from "../support/TestServer.js"
 
 /** Keys for webhook secrets and signed unsubscribe links, so those routes run past their 503 and 400. */
@@ -713,5 +715,68 @@ describe("fuzz: sign-in and device routes with a browser session", () => {
         assert.deepStrictEqual(failures, [], `replay with FUZZ_SEED=${seed} FUZZ_SIGNIN_RUNS=${signInRuns}`)
       }).pipe(Logger.withMinimumLogLevel(LogLevel.Error)),
     { timeout: 300_000 }
+  )
+
+  it.scopedLive(
+    "billing metered with payments: every billing and operator billing body, never a 500 or a hang, the ledger adds up",
+    () =>
+      Effect.gen(function*() {
+        const stripe = yield* startStripeServer
+        const server = yield* startServer({
+          logLevel: "error",
+          billing: "metered",
+          payments: Option.some("stripe"),
+          stripe: stripeSettings(stripe, 2),
+          operatorToken: Option.some(Redacted.make(operatorToken))
+        })
+        const owner = yield* server.bootstrap("fuzz@example.com")
+        const billingRoutes = routes.filter((route) => route.name.startsWith("billing.") || route.name === "limits.get")
+        const ids = [owner.organization_id, "0190d9a2-0000-7000-8000-000000000001"]
+        const failures: Array<string> = []
+        const statuses = new Map<number, number>()
+        const billingRuns = Math.max(200, Math.floor(runs / 5))
+        yield* Effect.promise(() =>
+          fc.assert(
+            fc.asyncProperty(
+              requests({ key: owner.api_key, orgId: owner.organization_id, ids, routes: billingRoutes }),
+              async (request) => {
+                const answer = await send(server.url, request).catch((error: Error) => {
+                  failures.push(error.message)
+                  return undefined
+                })
+                if (answer === undefined) return false
+                statuses.set(answer.status, (statuses.get(answer.status) ?? 0) + 1)
+                if (answer.status === 500 && failures.length < 50) {
+                  failures.push(`500: ${show(request)} -> ${answer.text.slice(0, 200)}`)
+                }
+                return true
+              }
+            ),
+            { numRuns: billingRuns, seed, endOnFailure: true }
+          ).catch((error: Error) => {
+            failures.push(error.message.split("\n").slice(0, 2).join(" "))
+          })
+        )
+        console.log(
+          `billing fuzz (FUZZ_SEED=${seed}): ${billingRuns} requests; statuses ${
+            JSON.stringify(Object.fromEntries([...statuses].sort(([a], [b]) => a - b)))
+          }`
+        )
+        // Whatever was accepted, each balance still equals the sum of its ledger rows.
+        const db = new Database(server.config.databaseFile, { readonly: true })
+        const account = db.prepare("SELECT * FROM billing_accounts WHERE organization_id = ?").get(
+          owner.organization_id
+        ) as Record<string, number>
+        for (const balance of ["trial", "plan", "credit"]) {
+          const sum = db.prepare(
+            "SELECT COALESCE(SUM(amount_micros), 0) AS total FROM billing_ledger " +
+              "WHERE organization_id = ? AND balance = ?"
+          ).get(owner.organization_id, balance) as { total: number }
+          assert.strictEqual(sum.total, account[`${balance}_micros`], balance)
+        }
+        db.close()
+        assert.deepStrictEqual(failures, [], `replay with FUZZ_SEED=${seed} FUZZ_RUNS=${runs}`)
+      }).pipe(Logger.withMinimumLogLevel(LogLevel.Error)),
+    { timeout: 600_000 }
   )
 })
