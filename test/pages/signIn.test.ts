@@ -73,10 +73,10 @@ describe("sign-in pages", () => {
   it.scopedLive("an ?error= code is shown in words, and unknown codes in general words", () =>
     Effect.gen(function*() {
       const server = yield* startServer()
-      const { page } = yield* newPage()
+      const { page } = yield* newPage({ dark: true })
       yield* step(() => page.goto(`${server.url}/sign-in?error=session_expired`))
       assert.match((yield* step(() => page.getByRole("alert").textContent()))!, /expired or was already used/)
-      yield* screenshot(page, "sign-in-error")
+      yield* screenshot(page, "sign-in-error-dark")
       yield* step(() => page.goto(`${server.url}/sign-in?error=%3Cscript%3Ealert(1)%3C/script%3E`))
       assert.strictEqual(yield* step(() => page.getByRole("alert").textContent()), "Sign-in failed. Please try again.")
       const raw = yield* request(server.url, "GET", "/sign-in")

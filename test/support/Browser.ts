@@ -26,12 +26,15 @@ export const browser = Effect.acquireRelease(
   (launched) => Effect.promise(() => launched.close())
 )
 
-/** A fresh browser context (its own cookies) and a page in it, phone-sized when asked. */
-export const newPage = (options: { readonly phone?: boolean } = {}) =>
+/** A fresh browser context (its own cookies) and a page in it, phone-sized or dark when asked. */
+export const newPage = (options: { readonly phone?: boolean; readonly dark?: boolean } = {}) =>
   Effect.gen(function*() {
     const launched = yield* browser
     const context = yield* Effect.promise(() =>
-      launched.newContext(options.phone === true ? { viewport: { width: 390, height: 844 }, isMobile: true } : {})
+      launched.newContext({
+        ...(options.phone === true ? { viewport: { width: 390, height: 844 }, isMobile: true } : {}),
+        colorScheme: options.dark === true ? "dark" : "light"
+      })
     )
     const page = yield* Effect.promise(() => context.newPage())
     page.setDefaultTimeout(15_000)
