@@ -49,3 +49,12 @@ export const screenshot = (page: Page, name: string) =>
     NodeFs.mkdirSync(resultsDir, { recursive: true })
     await page.screenshot({ path: NodePath.join(resultsDir, `${name}.png`), fullPage: true })
   })
+
+/** The fields of the page (hidden ones too) that no label names: an accessible page has none. */
+export const unlabelledFields = (page: Page) =>
+  Effect.promise(() =>
+    // Evaluated in the page (the tests are compiled without the DOM's types).
+    page.evaluate(`Array.from(document.querySelectorAll("input, select, textarea"))
+      .filter((field) => field.labels.length === 0 && field.getAttribute("aria-label") === null)
+      .map((field) => field.id || field.getAttribute("name") || field.tagName)`) as Promise<ReadonlyArray<string>>
+  )
