@@ -124,7 +124,8 @@ export class DeviceApi extends HttpApiGroup.make("device")
         "approved, answers the new API key exactly once; later polls get `invalid_grant`. Until then a 400 in " +
         "RFC 8628's shape: `authorization_pending`; `slow_down` for a poll sooner than the interval (which grows " +
         "by 5 s); `access_denied`; `expired_token`; `invalid_request` or `unsupported_grant_type` for a malformed " +
-        "poll. Every answer carries `Cache-Control: no-store`.",
+        "poll. Every answer carries `Cache-Control: no-store`. The body is JSON, or form-encoded " +
+        "(`application/x-www-form-urlencoded`) as OAuth clients send it.",
       policy: policy("N"),
       otherResponses: tokenErrorResponse
     })

@@ -104,18 +104,17 @@ const make = Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
         const state = randomToken()
         const browserSecret = randomToken()
-        yield* repo.insert(
-          {
-            id: uuidv7(),
-            state_hash: sha256(state),
-            browser_hash: sha256(browserSecret),
-            provider: provider.name,
-            return_to: safeReturnTo(returnTo),
-            link_user_id: linkUserId,
-            created_at: now,
-            expires_at: now + oidcSignInLifetimeMillis
-          } as const satisfies Omit<Parameters<typeof repo.insert>[0], "used_at"> as any
-        )
+        yield* repo.insert({
+          id: uuidv7(),
+          state_hash: sha256(state),
+          browser_hash: sha256(browserSecret),
+          provider: provider.name,
+          return_to: safeReturnTo(returnTo),
+          link_user_id: linkUserId,
+          created_at: now,
+          expires_at: now + oidcSignInLifetimeMillis,
+          used_at: null
+        })
         const challenge = yield* Effect.promise(() =>
           Oidc.calculatePKCECodeChallenge(derive(browserSecret, state, "pkce"))
         )

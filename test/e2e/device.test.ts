@@ -184,6 +184,13 @@ describe("device authorization", () => {
         yield* token({ json: { device_code: "unknown", grant_type: grantType, client_id: "cli" } }),
         "invalid_grant"
       )
+      // RFC 8628 clients send the poll form-encoded: read as well as JSON.
+      const code = yield* newCode(server)
+      const form = yield* token({
+        body: new URLSearchParams({ device_code: code.body.device_code, grant_type: grantType }).toString(),
+        headers: { "content-type": "application/x-www-form-urlencoded" }
+      })
+      tokenError(form, "authorization_pending")
       // A typo is never ignored, but answered in the RFC's shape.
       tokenError(
         yield* token({ json: { device_code: "unknown", grant_type: grantType, grant_typ: 1 } }),

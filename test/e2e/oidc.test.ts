@@ -35,6 +35,18 @@ const throughProvider = (server: TestServer, jar: CookieJar, url: string) =>
     throw new Error("too many redirects")
   })
 
+/** Follows redirects from `url` until svc's callback, without opening it: its URL. */
+const untilCallback = (server: TestServer, jar: CookieJar, url: string) =>
+  Effect.gen(function*() {
+    let next = url
+    for (let hop = 0; hop < 12 && !next.startsWith(`${server.url}/v1/auth/callback`); hop++) {
+      const target = new URL(next)
+      const reply = yield* request(target.origin, "GET", target.pathname + target.search, { jar })
+      next = new URL(reply.headers.get("location")!, next).href
+    }
+    return next
+  })
+
 /** Starts a login in `jar`'s browser: the 307 to the provider. */
 const login = (server: TestServer, jar: CookieJar, query = "") =>
   request(server.url, "GET", `/v1/auth/login${query}`, { jar })
@@ -125,6 +137,18 @@ describe("OIDC sign-in", () => {
       assert.strictEqual(errorOf(down, unreachable.headers.get("location")), "oidc_unavailable")
     }))
 
+  it.scoped("a provider that stops answering before the code exchange is oidc_unavailable", () =>
+    Effect.gen(function*() {
+      const { op, server } = yield* setup()
+      ada(op)
+      const jar = new CookieJar()
+      const started = yield* login(server, jar)
+      const callbackUrl = yield* untilCallback(server, jar, started.headers.get("location")!)
+      op.down = true
+      const failed = yield* request(server.url, "GET", callbackUrl.slice(server.url.length), { jar })
+      assert.strictEqual(errorOf(server, failed.headers.get("location")), "oidc_unavailable")
+    }))
+
   it.scoped("logins are rate limited per client with Retry-After", () =>
     Effect.gen(function*() {
       const { server } = yield* setup()
@@ -159,16 +183,7 @@ describe("OIDC sign-in", () => {
       // Replaying a finished callback fails.
       const ok = new CookieJar()
       const first = yield* login(server, ok)
-      let callbackUrl = ""
-      {
-        let next = first.headers.get("location")!
-        for (let hop = 0; hop < 12 && !next.startsWith(`${server.url}/v1/auth/callback`); hop++) {
-          const target = new URL(next)
-          const reply = yield* request(target.origin, "GET", target.pathname + target.search, { jar: ok })
-          next = new URL(reply.headers.get("location")!, next).href
-        }
-        callbackUrl = next
-      }
+      const callbackUrl = yield* untilCallback(server, ok, first.headers.get("location")!)
       const path = callbackUrl.slice(server.url.length)
       const cookie = ok.get("svc_oidc")!
       assert.strictEqual(

@@ -5,7 +5,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { newPage, screenshot, step } from "../support/Browser.js"
+import { newPage, screenshot, step, unlabelledFields } from "../support/Browser.js"
 import { request } from "../support/Http.js"
 import { startProvider } from "../support/OidcProvider.js"
 import { codeFrom, latestMailTo } from "../support/SignIn.js"
@@ -54,6 +54,7 @@ describe("device and provider pages", () => {
       yield* step(() => page.getByLabel("Key name").fill("Ada's laptop"))
       yield* step(() => page.getByLabel("Valid for (days, 1-90)").fill("7"))
       yield* screenshot(page, "device-approve-phone")
+      assert.deepStrictEqual(yield* unlabelledFields(page), [])
       yield* step(() => page.getByRole("button", { name: "Approve" }).click())
       yield* step(() => page.getByText("Approved.").waitFor())
       yield* screenshot(page, "device-approved-phone")
@@ -68,6 +69,7 @@ describe("device and provider pages", () => {
       const second = yield* request(server.url, "POST", "/v1/auth/device/code", { json: {} })
       yield* step(() => page.goto(`${server.url}/device`))
       yield* screenshot(page, "device-enter-phone")
+      assert.deepStrictEqual(yield* unlabelledFields(page), [])
       yield* step(() => page.getByLabel("Code shown on your device").fill(second.body.user_code.toLowerCase()))
       yield* step(() => page.keyboard.press("Enter"))
       yield* step(() => page.getByRole("button", { name: "Deny" }).click())

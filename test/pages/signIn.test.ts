@@ -4,7 +4,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { newPage, screenshot, step } from "../support/Browser.js"
+import { newPage, screenshot, step, unlabelledFields } from "../support/Browser.js"
 import { request } from "../support/Http.js"
 import { codeFrom, latestMailTo, linkFrom } from "../support/SignIn.js"
 import { startServer } from "../support/TestServer.js"
@@ -19,6 +19,7 @@ describe("sign-in pages", () => {
         yield* step(() => page.goto(`${server.url}/`))
         assert.strictEqual(new URL(page.url()).pathname, "/sign-in")
         yield* screenshot(page, "sign-in")
+        assert.deepStrictEqual(yield* unlabelledFields(page), [])
         yield* step(() => page.getByLabel("Email address", { exact: true }).fill("ada@example.com"))
         yield* step(() => page.getByRole("button", { name: "Email me a code" }).click())
         yield* step(() => page.getByLabel("6-digit code").waitFor())
@@ -39,6 +40,7 @@ describe("sign-in pages", () => {
         yield* step(() => page.getByRole("button", { name: "Add the address" }).click())
         yield* step(() => page.locator("#identities li", { hasText: "ada.work@example.com" }).waitFor())
         yield* screenshot(page, "home")
+        assert.deepStrictEqual(yield* unlabelledFields(page), [])
         yield* step(() => page.getByRole("button", { name: "Sign out" }).click())
         yield* step(() => page.waitForURL(`${server.url}/sign-in`))
         yield* step(() => page.goto(`${server.url}/`))
@@ -73,10 +75,10 @@ describe("sign-in pages", () => {
   it.scopedLive("an ?error= code is shown in words, and unknown codes in general words", () =>
     Effect.gen(function*() {
       const server = yield* startServer()
-      const { page } = yield* newPage()
+      const { page } = yield* newPage({ dark: true })
       yield* step(() => page.goto(`${server.url}/sign-in?error=session_expired`))
       assert.match((yield* step(() => page.getByRole("alert").textContent()))!, /expired or was already used/)
-      yield* screenshot(page, "sign-in-error")
+      yield* screenshot(page, "sign-in-error-dark")
       yield* step(() => page.goto(`${server.url}/sign-in?error=%3Cscript%3Ealert(1)%3C/script%3E`))
       assert.strictEqual(yield* step(() => page.getByRole("alert").textContent()), "Sign-in failed. Please try again.")
       const raw = yield* request(server.url, "GET", "/sign-in")

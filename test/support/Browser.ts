@@ -26,12 +26,15 @@ export const browser = Effect.acquireRelease(
   (launched) => Effect.promise(() => launched.close())
 )
 
-/** A fresh browser context (its own cookies) and a page in it, phone-sized when asked. */
-export const newPage = (options: { readonly phone?: boolean } = {}) =>
+/** A fresh browser context (its own cookies) and a page in it, phone-sized or dark when asked. */
+export const newPage = (options: { readonly phone?: boolean; readonly dark?: boolean } = {}) =>
   Effect.gen(function*() {
     const launched = yield* browser
     const context = yield* Effect.promise(() =>
-      launched.newContext(options.phone === true ? { viewport: { width: 390, height: 844 }, isMobile: true } : {})
+      launched.newContext({
+        ...(options.phone === true ? { viewport: { width: 390, height: 844 }, isMobile: true } : {}),
+        colorScheme: options.dark === true ? "dark" : "light"
+      })
     )
     const page = yield* Effect.promise(() => context.newPage())
     page.setDefaultTimeout(15_000)
@@ -46,3 +49,12 @@ export const screenshot = (page: Page, name: string) =>
     NodeFs.mkdirSync(resultsDir, { recursive: true })
     await page.screenshot({ path: NodePath.join(resultsDir, `${name}.png`), fullPage: true })
   })
+
+/** The fields of the page (hidden ones too) that no label names: an accessible page has none. */
+export const unlabelledFields = (page: Page) =>
+  Effect.promise(() =>
+    // Evaluated in the page (the tests are compiled without the DOM's types).
+    page.evaluate(`Array.from(document.querySelectorAll("input, select, textarea"))
+      .filter((field) => field.labels.length === 0 && field.getAttribute("aria-label") === null)
+      .map((field) => field.id || field.getAttribute("name") || field.tagName)`) as Promise<ReadonlyArray<string>>
+  )

@@ -21,6 +21,8 @@ export interface TestProvider {
   readonly clientSecret: string
   /** Who the next interaction signs in as, or "refuse" for the person saying no. */
   next: TestAccount | "refuse"
+  /** While true the provider drops every connection (unreachable). */
+  down: boolean
   /** Registers svc's callback as the client's redirect URI (svc's port is known only once it runs). */
   readonly allow: (redirectUri: string) => void
   /** The provider setting for svc (`SVC_OIDC_PROVIDERS` entry). */
@@ -80,6 +82,7 @@ export const startProvider = Effect.acquireRelease(
       clientId,
       clientSecret,
       next: "refuse",
+      down: false,
       allow: (redirectUri) => {
         provider = configure(redirectUri)
         callback = provider.callback()
@@ -94,6 +97,7 @@ export const startProvider = Effect.acquireRelease(
       })
     }
     server.on("request", (req: NodeHttp.IncomingMessage, res: NodeHttp.ServerResponse) => {
+      if (state.down) return req.socket.destroy()
       if (!req.url?.startsWith("/interaction/")) return callback(req, res)
       void (async () => {
         const details = await provider.interactionDetails(req, res)
