@@ -7,11 +7,9 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as NodeFs from "node:fs"
-import * as NodeHttp from "node:http"
-import type * as NodeNet from "node:net"
 import * as NodePath from "node:path"
 import { makeClient } from "../../src/index.js"
-import { cliFor } from "../support/Cli.js"
+import { cliFor, frontServer } from "../support/Cli.js"
 import { startServer } from "../support/TestServer.js"
 
 interface Poll {
@@ -21,55 +19,32 @@ interface Poll {
 
 /** The device routes as published, answering the token polls from `answers` in turn; the rest goes to `upstream`. */
 const deviceServer = (upstream: string, answers: ReadonlyArray<{ status: number; body: unknown }>) =>
-  Effect.acquireRelease(
-    Effect.async<{ url: string; polls: Array<Poll>; codeRequests: Array<any>; server: NodeHttp.Server }>((resume) => {
-      const polls: Array<Poll> = []
-      const codeRequests: Array<any> = []
-      const server = NodeHttp.createServer(async (request, response) => {
-        const chunks: Array<Buffer> = []
-        for await (const chunk of request) chunks.push(chunk as Buffer)
-        const body = Buffer.concat(chunks)
-        const reply = (status: number, value: unknown) => {
-          response.writeHead(status, { "content-type": "application/json", "cache-control": "no-store" })
-          response.end(JSON.stringify(value))
-        }
-        if (request.method === "POST" && request.url === "/v1/auth/device/code") {
-          codeRequests.push(JSON.parse(body.toString() || "{}"))
-          return reply(200, {
-            device_code: "device-code-1",
-            user_code: "BCDF-GHJK",
-            verification_uri: `${url}/device`,
-            verification_uri_complete: `${url}/device?user_code=BCDF-GHJK`,
-            expires_in: 600,
-            interval: 1
-          })
-        }
-        if (request.method === "POST" && request.url === "/v1/auth/device/token") {
-          polls.push({ at: Date.now(), body: JSON.parse(body.toString()) })
-          const answer = answers[Math.min(polls.length, answers.length) - 1]!
-          return reply(answer.status, answer.body)
-        }
-        const forwarded = await fetch(upstream + request.url, {
-          method: request.method!,
-          headers: Object.fromEntries(
-            Object.entries(request.headers).filter(([name]) => name !== "host" && name !== "content-length")
-          ) as Record<string, string>,
-          ...(body.length > 0 ? { body } : {})
+  Effect.gen(function*() {
+    const polls: Array<Poll> = []
+    const codeRequests: Array<any> = []
+    let url = ""
+    const front = yield* frontServer(upstream, (request, body, reply): void | false => {
+      if (request.method === "POST" && request.url === "/v1/auth/device/code") {
+        codeRequests.push(JSON.parse(body.toString() || "{}"))
+        return reply(200, {
+          device_code: "device-code-1",
+          user_code: "BCDF-GHJK",
+          verification_uri: `${url}/device`,
+          verification_uri_complete: `${url}/device?user_code=BCDF-GHJK`,
+          expires_in: 600,
+          interval: 1
         })
-        response.writeHead(forwarded.status, Object.fromEntries(forwarded.headers))
-        response.end(Buffer.from(await forwarded.arrayBuffer()))
-      })
-      let url = ""
-      server.listen(0, "127.0.0.1", () => {
-        url = `http://127.0.0.1:${(server.address() as NodeNet.AddressInfo).port}`
-        resume(Effect.succeed({ url, polls, codeRequests, server }))
-      })
-    }),
-    ({ server }) =>
-      Effect.async<void>((resume) => {
-        server.close(() => resume(Effect.void))
-      })
-  )
+      }
+      if (request.method === "POST" && request.url === "/v1/auth/device/token") {
+        polls.push({ at: Date.now(), body: JSON.parse(body.toString()) })
+        const answer = answers[Math.min(polls.length, answers.length) - 1]!
+        return reply(answer.status, answer.body)
+      }
+      return false
+    })
+    url = front.url
+    return { url, polls, codeRequests }
+  })
 
 const pending = { status: 400, body: { error: "authorization_pending", error_description: "not yet" } }
 
