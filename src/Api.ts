@@ -6,6 +6,7 @@ import { HttpApi, OpenApi } from "@effect/platform"
 import { AgentsApi } from "./agents/Api.js"
 import { EnvironmentsApi } from "./environments/Api.js"
 import { ApiKeysApi, AuthApi } from "./identity/Api.js"
+import { DeviceApi } from "./identity/DeviceApi.js"
 import { publishDocument } from "./kernel/http/Endpoint.js"
 import { LimitsApi } from "./limits/Api.js"
 import { MachinesApi } from "./machines/Api.js"
@@ -67,6 +68,7 @@ server's limit answers 413 \`body_too_large\`.`
 
 export class Api extends HttpApi.make("svc")
   .add(AuthApi)
+  .add(DeviceApi)
   .add(ApiKeysApi)
   .add(MembersApi)
   .add(MachinesApi)

@@ -20,6 +20,7 @@ import { AgentsHandlers } from "./agents/Http.js"
 import { Api } from "./Api.js"
 import { EnvironmentsHandlers } from "./environments/Http.js"
 import { ApiKeysHandlers } from "./identity/ApiKeysHttp.js"
+import { DeviceHandlers } from "./identity/DeviceHttp.js"
 import { AuthHandlers } from "./identity/Http.js"
 import { AppConfig } from "./kernel/config/AppConfig.js"
 import { AuthorizationLive } from "./kernel/http/AuthorizationLive.js"
@@ -29,6 +30,7 @@ import { LimitsHandlers } from "./limits/Http.js"
 import { MachinesHandlers } from "./machines/Http.js"
 import { OperationsHandlers } from "./operations/Http.js"
 import { MembersHandlers } from "./organizations/Http.js"
+import { PagesLive } from "./pages/Live.js"
 import { makePortProxy, withPortProxy } from "./ports/Proxy.js"
 import { SnapshotsHandlers } from "./snapshots/Http.js"
 import { WebhooksHandlers } from "./webhooks/Http.js"
@@ -36,6 +38,7 @@ import { WebhooksHandlers } from "./webhooks/Http.js"
 export const ApiLive = HttpApiBuilder.api(Api).pipe(
   Layer.provide([
     AuthHandlers,
+    DeviceHandlers,
     ApiKeysHandlers,
     MembersHandlers,
     MachinesHandlers,
@@ -109,6 +112,7 @@ export const RoutesLive = Layer.unwrapEffect(
         edge(config.maxBodyBytes, durability, { routeOf: routeIndex(Api), logLevel: config.logLevel })
       ).pipe(
         Layer.provide(DocsLive),
+        Layer.provide(PagesLive),
         Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/v1/openapi.json" })),
         Layer.provide(ProblemsLive),
         Layer.provide(ApiLive),

@@ -5,16 +5,24 @@ import { Preset } from "../kernel/domain/Access.js"
 import { Authorization } from "../kernel/http/Authorization.js"
 import { NullableTimestamp, RequestBody, Timestamp, Uuid } from "../kernel/http/Dto.js"
 import { Endpoint } from "../kernel/http/Endpoint.js"
-import { RateLimited, ResourceNotFound } from "../kernel/http/Errors.js"
+import {
+  CsrfInvalid,
+  Forbidden,
+  InvalidApiKey,
+  RateLimited,
+  ResourceNotFound,
+  SessionRequired,
+  Unauthenticated
+} from "../kernel/http/Errors.js"
 import { policy } from "../kernel/http/Policy.js"
-import { EmailUnavailable, InvalidCode, UnsupportedProvider } from "./Errors.js"
+import { EmailUnavailable, IdentityInUse, InvalidCode, UnsupportedProvider } from "./Errors.js"
 
 export const SignInProvidersDto = Schema.Struct({
-  access: Schema.String,
+  access: Schema.Literal("open", "invite_only"),
   providers: Schema.Array(Schema.Struct({
     name: Schema.String,
     display_name: Schema.String,
-    kind: Schema.String,
+    kind: Schema.Literal("oidc", "email"),
     default: Schema.Boolean
   })),
   waitlist_url: Schema.NullOr(Schema.String)
@@ -41,6 +49,13 @@ export const EmailVerifyRequest = RequestBody({
 
 export const EmailVerified = Schema.Struct({ return_to: Schema.String })
 
+export const LinkEmailRequest = RequestBody({
+  email: EmailAddress,
+  return_to: Schema.optional(Schema.NullOr(Schema.String))
+})
+
+const optionalQuery = Schema.optional(Schema.String)
+
 export class AuthApi extends HttpApiGroup.make("auth")
   .add(
     Endpoint.get("providers", "/v1/auth/providers", {
@@ -50,6 +65,33 @@ export class AuthApi extends HttpApiGroup.make("auth")
       policy: policy("N")
     })
       .addSuccess(SignInProvidersDto)
+  )
+  .add(
+    Endpoint.get("login", "/v1/auth/login", {
+      summary: "Sign in with a provider",
+      description: "Redirects (307) to the OIDC provider `provider` (omitted: the default one), with PKCE, state and " +
+        "nonce; the sign-in must finish within ten minutes in the same browser. With a session it links the " +
+        "provider to the signed-in user instead. `return_to` is a same-origin UI path (an invalid one becomes `/`). " +
+        "Failures redirect (303) to `{ui_url}/sign-in?error=` `unsupported_provider`, `oidc_unavailable` or " +
+        "`oidc_failed`.",
+      policy: policy("N")
+    })
+      .setUrlParams(Schema.Struct({ provider: optionalQuery, return_to: optionalQuery }))
+      .addSuccess(HttpApiSchema.Empty(307))
+      .addSuccess(HttpApiSchema.Empty(303))
+  )
+  .add(
+    Endpoint.get("callback", "/v1/auth/callback", {
+      summary: "Finish a provider sign-in",
+      description: "The provider's redirect: signs in (session and CSRF cookies) or links the provider, then " +
+        "redirects (303) to the stored `return_to` on the UI. A user is found by the provider's subject, else by a " +
+        "verified address, else created when sign-up allows it. Failures redirect (303) to " +
+        "`{ui_url}/sign-in?error=` `access_denied`, `identity_in_use`, `oidc_failed`, `oidc_unavailable`, " +
+        "`session_expired` or `unsupported_provider`.",
+      policy: policy("N")
+    })
+      .setUrlParams(Schema.Struct({ code: optionalQuery, state: optionalQuery, error: optionalQuery }))
+      .addSuccess(HttpApiSchema.Empty(303))
   )
   .add(
     Endpoint.post("emailStart", "/v1/auth/email/start", {
@@ -67,9 +109,22 @@ export class AuthApi extends HttpApiGroup.make("auth")
     Endpoint.post("emailVerify", "/v1/auth/email/verify", {
       summary: "Sign in with an emailed code",
       description: "Verifies the 6-digit code: signs in (sets the session and CSRF cookies), creating the user on " +
-        "the first verified sign-in. 400 `invalid_code` for a wrong, expired, used or superseded code.",
+        "the first verified sign-in when sign-up allows it. A code from `POST /v1/auth/link/email` instead links " +
+        "the address to the signed-in user and needs that session's cookie and CSRF token (401 without a " +
+        "session, 403 with another user's, 409 `identity_in_use` when the address is another account's). " +
+        "400 `invalid_code` for a wrong, expired, used or superseded code.",
       policy: policy("N"),
-      errors: [InvalidCode, UnsupportedProvider, RateLimited]
+      errors: [
+        InvalidCode,
+        UnsupportedProvider,
+        RateLimited,
+        Unauthenticated,
+        InvalidApiKey,
+        Forbidden,
+        SessionRequired,
+        CsrfInvalid,
+        IdentityInUse
+      ]
     })
       .setPayload(EmailVerifyRequest)
       .addSuccess(EmailVerified)
@@ -78,11 +133,24 @@ export class AuthApi extends HttpApiGroup.make("auth")
     Endpoint.get("emailCallback", "/v1/auth/email/callback", {
       summary: "Open a magic link",
       description: "Signs in with a magic link's `token`, once, within ten minutes, in the browser that asked for " +
-        "it; redirects (303) to the stored `return_to`, or to `{ui_url}/sign-in?error=<code>`.",
+        "it (a linking link also needs the asking user's session); redirects (303) to the stored `return_to`, or " +
+        "to `{ui_url}/sign-in?error=` `session_expired`, `identity_in_use` or `unsupported_provider`.",
       policy: policy("N")
     })
       .setUrlParams(Schema.Struct({ token: Schema.optional(Schema.String) }))
       .addSuccess(HttpApiSchema.Empty(303))
+  )
+  .add(
+    Endpoint.post("linkEmail", "/v1/auth/link/email", {
+      summary: "Link another email address",
+      description: "Emails a code and a link to `email`; verifying the code (`POST /v1/auth/email/verify`) or " +
+        "opening the link in this browser with this session links the address to the signed-in user, who may " +
+        "then sign in with it. Answers as `POST /v1/auth/email/start` does. Rate limited per user and address.",
+      policy: policy("S"),
+      errors: [RateLimited, EmailUnavailable]
+    })
+      .setPayload(LinkEmailRequest)
+      .addSuccess(EmailStarted, { status: 202 })
   )
   .add(
     Endpoint.post("logout", "/v1/auth/logout", {
@@ -93,7 +161,10 @@ export class AuthApi extends HttpApiGroup.make("auth")
       .addSuccess(HttpApiSchema.NoContent)
   )
   .middleware(Authorization)
-  .annotate(OpenApi.Description, "Sign-in: the methods offered, email codes and magic links, sign-out.")
+  .annotate(
+    OpenApi.Description,
+    "Sign-in: the methods offered, OIDC providers, email codes and magic links, linking identities, sign-out."
+  )
 {}
 
 export const ApiKeyDto = Schema.Struct({

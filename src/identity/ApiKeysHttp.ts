@@ -8,7 +8,7 @@ import type { ApiKeyDto } from "./Api.js"
 import { ApiKeys, type KeyManager } from "./ApiKeys.js"
 import type { ApiKeyRow } from "./ApiKeysRepo.js"
 
-const toDto = (row: ApiKeyRow): ApiKeyDto => ({
+export const toDto = (row: ApiKeyRow): ApiKeyDto => ({
   id: row.id,
   organization_id: row.organization_id,
   created_by: row.created_by,

@@ -3,6 +3,7 @@ import { HttpApp, HttpServerResponse } from "@effect/platform"
 import { Duration, Effect } from "effect"
 import { CSRF_COOKIE, SESSION_COOKIE } from "../kernel/http/Authenticate.js"
 import { EMAIL_STATE_COOKIE } from "./EmailSignIn.js"
+import { OIDC_BROWSER_COOKIE } from "./OidcSignIn.js"
 import { sessionLifetimeMillis } from "./Sessions.js"
 
 type Response = HttpServerResponse.HttpServerResponse
@@ -54,6 +55,27 @@ export const withoutEmailState = (baseUrl: string) =>
     httpOnly: true,
     sameSite: "lax",
     path: emailStatePath,
+    secure: secureFor(baseUrl),
+    maxAge: 0
+  })
+
+/** The browser secret of an OIDC sign-in, sent back only to the callback. */
+const oidcPath = "/v1/auth/callback"
+
+export const withOidcBrowser = (baseUrl: string, secret: string) =>
+  HttpServerResponse.unsafeSetCookie(OIDC_BROWSER_COOKIE, secret, {
+    httpOnly: true,
+    sameSite: "lax",
+    path: oidcPath,
+    secure: secureFor(baseUrl),
+    maxAge: Duration.minutes(10)
+  })
+
+export const withoutOidcBrowser = (baseUrl: string) =>
+  HttpServerResponse.unsafeSetCookie(OIDC_BROWSER_COOKIE, "", {
+    httpOnly: true,
+    sameSite: "lax",
+    path: oidcPath,
     secure: secureFor(baseUrl),
     maxAge: 0
   })

@@ -13,6 +13,8 @@ export interface EmailSignInRow {
   readonly expires_at: number
   readonly closed_at: number | null
   readonly closed_reason: string | null
+  /** Set for a code asked through POST /v1/auth/link/email: it links the address to this user. */
+  readonly link_user_id: string | null
 }
 
 export type CloseReason = "used" | "superseded" | "too_many_attempts" | "not_sent"

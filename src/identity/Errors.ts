@@ -8,3 +8,6 @@ export class UnsupportedProvider
 export class EmailUnavailable
   extends ProblemError<EmailUnavailable>()("email_unavailable", 503, "Email is not available on this server")
 {}
+export class IdentityInUse
+  extends ProblemError<IdentityInUse>()("identity_in_use", 409, "Identity already linked to another account")
+{}

@@ -9,10 +9,16 @@ import { Organizations } from "../organizations/Organizations.js"
 import { Accounts } from "./Accounts.js"
 import { ApiKeys } from "./ApiKeys.js"
 import { ApiKeysRepo } from "./ApiKeysRepo.js"
+import { DeviceAuthorizationsRepo } from "./DeviceAuthorizationsRepo.js"
+import { DeviceGrant } from "./DeviceGrant.js"
 import { EmailSignIn } from "./EmailSignIn.js"
 import { EmailSignInsRepo } from "./EmailSignInsRepo.js"
+import { IdentitiesRepo } from "./IdentitiesRepo.js"
+import { OidcSignIn } from "./OidcSignIn.js"
+import { OidcSignInsRepo } from "./OidcSignInsRepo.js"
 import { Sessions } from "./Sessions.js"
 import { SessionsRepo } from "./SessionsRepo.js"
+import { SignInMethods } from "./SignInMethods.js"
 import { UsersRepo } from "./UsersRepo.js"
 
 /** What Authenticate asks of identity: keys, sessions and users here, memberships from Organizations. */
@@ -50,10 +56,20 @@ const CredentialsLive = Layer.effect(
   })
 )
 
-const ServicesLive = EmailSignIn.layer.pipe(
+const ServicesLive = Layer.mergeAll(EmailSignIn.layer, OidcSignIn.layer, SignInMethods.layer, DeviceGrant.layer).pipe(
   Layer.provideMerge(Accounts.layer),
   Layer.provideMerge(Layer.mergeAll(ApiKeys.layer, Sessions.layer)),
-  Layer.provide(Layer.mergeAll(UsersRepo.layer, SessionsRepo.layer, EmailSignInsRepo.layer, ApiKeysRepo.layer))
+  Layer.provide(
+    Layer.mergeAll(
+      UsersRepo.layer,
+      SessionsRepo.layer,
+      EmailSignInsRepo.layer,
+      ApiKeysRepo.layer,
+      IdentitiesRepo.layer,
+      OidcSignInsRepo.layer,
+      DeviceAuthorizationsRepo.layer
+    )
+  )
 )
 
 export const IdentityLive = Authenticate.layer.pipe(

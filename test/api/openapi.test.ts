@@ -99,6 +99,8 @@ describe("openapi", () => {
     for (const { key, operation } of operations) {
       for (const [status, response] of Object.entries(operation.responses as Record<string, any>)) {
         if (Number(status) < 400) continue
+        // The device token route answers its 400 in RFC 8628's shape, as the OAuth clients expect.
+        if (key === "POST /v1/auth/device/token" && status === "400") continue
         assert.match(response.description, /^`[a-z_]+`: /, `${key} ${status}`)
         assert.deepStrictEqual(Object.keys(response.content), ["application/problem+json"], `${key} ${status}`)
       }
@@ -131,6 +133,9 @@ describe("openapi", () => {
     for (const group of Object.values(Api.groups)) {
       for (const endpoint of Object.values(group.endpoints)) {
         if (Option.isNone(endpoint.payloadSchema)) continue
+        // Read loosely at the door and checked by the route, to answer in RFC 8628's shape
+        // (test/e2e/device.test.ts proves an unknown member is refused).
+        if (group.identifier === "device" && endpoint.name === "token") continue
         const decoded = Schema.decodeUnknownEither(endpoint.payloadSchema.value as Schema.Schema<unknown, unknown>)({
           no_such_member: 1
         })

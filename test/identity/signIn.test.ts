@@ -17,7 +17,13 @@ const start = (config: AppConfigShape, email: string) =>
     return yield* latestCode(config, email.trim().toLowerCase())
   })
 
-const verify = (email: string, code: string) => Effect.flatMap(EmailSignIn, (signIn) => signIn.verify(email, code))
+/** Verifies a sign-in code (not a linking one: no session is asked for). */
+const verify = (email: string, code: string) =>
+  Effect.flatMap(EmailSignIn, (signIn) => signIn.verify(email, code, Effect.dieMessage("no session asked")))
+    .pipe(Effect.map((verified) => {
+      if (verified.kind !== "signed_in") throw new Error("a sign-in code linked")
+      return verified
+    }))
 
 const failure = <R>(effect: Effect.Effect<unknown, { readonly _tag: string }, R>) =>
   Effect.map(Effect.flip(effect), (error) => error._tag)
@@ -99,6 +105,6 @@ describe("email sign-in", () => {
       Effect.gen(function*() {
         const signIn = yield* EmailSignIn
         assert.strictEqual(yield* failure(signIn.start("ada@example.com", null, "127.0.0.1")), "email_unavailable")
-        assert.strictEqual(yield* failure(signIn.verify("ada@example.com", "123456")), "unsupported_provider")
+        assert.strictEqual(yield* failure(verify("ada@example.com", "123456")), "unsupported_provider")
       }), { mail: { kind: "off" } }))
 })

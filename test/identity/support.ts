@@ -9,9 +9,11 @@ import * as NodeFs from "node:fs"
 import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
 import { IdentityLive } from "../../src/identity/Live.js"
+import { AuditLog } from "../../src/kernel/AuditLog.js"
 import { AppConfig, type AppConfigShape } from "../../src/kernel/config/AppConfig.js"
 import type { RequestFacts } from "../../src/kernel/http/Authenticate.js"
 import { RateLimiter } from "../../src/kernel/http/RateLimiter.js"
+import { OpenInvitations } from "../../src/kernel/Invitations.js"
 import * as Mail from "../../src/kernel/mail/Mail.js"
 import { readOutbox } from "../../src/kernel/mail/Outbox.js"
 import * as Database from "../../src/kernel/sql/Database.js"
@@ -27,11 +29,16 @@ export const configFor = (dataDir: string, overrides: Partial<AppConfigShape> = 
   testConfig(dataDir, 8080, overrides)
 
 /** The three areas over the kernel parts they use, on a fresh database file in `dataDir`. */
-export const areasLayer = (config: AppConfigShape) =>
+export const areasLayer = (
+  config: AppConfigShape,
+  invitations: Layer.Layer<OpenInvitations> = OpenInvitations.none
+) =>
   PortsLive.pipe(
     Layer.provideMerge(IdentityLive),
     Layer.provideMerge(OrganizationsLive),
-    Layer.provideMerge(Layer.mergeAll(MachinesRepo.layer, Mail.layer, RateLimiter.layer)),
+    Layer.provideMerge(
+      Layer.mergeAll(MachinesRepo.layer, Mail.layer, RateLimiter.layer, AuditLog.layer, invitations)
+    ),
     Layer.provideMerge(Database.layerFile(config.databaseFile)),
     Layer.provideMerge(Layer.succeed(AppConfig, config))
   )
@@ -43,10 +50,10 @@ export const tempDir = Effect.acquireRelease(
 )
 
 /** Builds the areas in the test's scope; use it as `yield* Effect.provide(test, yield* areas())`. */
-export const areas = (overrides: Partial<AppConfigShape> = {}) =>
+export const areas = (overrides: Partial<AppConfigShape> = {}, invitations?: Layer.Layer<OpenInvitations>) =>
   Effect.gen(function*() {
     const config = configFor(yield* tempDir, overrides)
-    const context = yield* Layer.build(areasLayer(config))
+    const context = yield* Layer.build(areasLayer(config, invitations))
     return { config, context }
   })
 
@@ -76,9 +83,10 @@ type AreaServices = Layer.Layer.Success<ReturnType<typeof areasLayer>>
 /** Runs `body` with the areas' services on a fresh database (scoped: the test's scope owns them). */
 export const withAreas = <A, E>(
   body: (config: AppConfigShape) => Effect.Effect<A, E, AreaServices | SqlClient.SqlClient>,
-  overrides: Partial<AppConfigShape> = {}
+  overrides: Partial<AppConfigShape> = {},
+  invitations?: Layer.Layer<OpenInvitations>
 ) =>
   Effect.gen(function*() {
-    const { config, context } = yield* areas(overrides)
+    const { config, context } = yield* areas(overrides, invitations)
     return yield* Effect.provide(body(config), context)
   })

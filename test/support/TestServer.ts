@@ -14,6 +14,7 @@ import * as Drivers from "../../src/drivers/Drivers.js"
 import { MachineDriver, type MachineDriverShape } from "../../src/drivers/MachineDriver.js"
 import { nodeServerOn, RoutesLive } from "../../src/Http.js"
 import { Accounts } from "../../src/identity/Accounts.js"
+import { AuditLog } from "../../src/kernel/AuditLog.js"
 import {
   AppConfig,
   type AppConfigShape,
@@ -67,6 +68,8 @@ export const testConfig = (dataDir: string, port: number, overrides: Partial<App
   mail: { kind: "outbox", dir: NodePath.join(dataDir, "outbox") },
   mailFrom: undefined,
   oidcProviders: [],
+  // Most tests sign up new addresses freely; the sign-up policy's own tests set invite_only.
+  signup: "open",
   payments: Option.none(),
   billing: "unlimited",
   webhookAllowPrivate: true,
@@ -80,7 +83,7 @@ export const testConfig = (dataDir: string, port: number, overrides: Partial<App
 export interface TestServer {
   readonly url: string
   readonly config: AppConfigShape
-  readonly context: Context.Context<Accounts | PortTokens | DomainEvents>
+  readonly context: Context.Context<Accounts | PortTokens | DomainEvents | AuditLog>
   /** The messages in the outbox, oldest first. */
   readonly outbox: Effect.Effect<ReadonlyArray<{ readonly to: string; readonly text: string }>>
   /** A user, an organization they own and a full_access key, as `svc admin bootstrap` makes them. */
@@ -131,7 +134,8 @@ export const startServer = (overrides: Partial<AppConfigShape> = {}, wrapDriver?
       config,
       context: Context.make(Accounts, accounts).pipe(
         Context.add(PortTokens, Context.get(context, PortTokens)),
-        Context.add(DomainEvents, Context.get(context, DomainEvents))
+        Context.add(DomainEvents, Context.get(context, DomainEvents)),
+        Context.add(AuditLog, Context.get(context, AuditLog))
       ),
       outbox: config.mail.kind === "outbox" ? readOutbox(config.mail.dir) : Effect.succeed([]),
       bootstrap: (email) => accounts.bootstrap(email)

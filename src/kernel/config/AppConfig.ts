@@ -44,6 +44,10 @@ export interface AppConfigShape {
   /** `SVC_MAIL_FROM`; unset means `svc@<host of the base URL>`. */
   readonly mailFrom: string | undefined
   readonly oidcProviders: ReadonlyArray<OidcProviderConfig>
+  /** `SVC_SIGNUP`: who may create an account (an address with an open invitation always may). */
+  readonly signup: "open" | "invite_only"
+  /** `SVC_WAITLIST_URL`: where the sign-in page sends people who may not sign up; unset: nowhere. */
+  readonly waitlistUrl?: string | undefined
   readonly payments: Option.Option<"stripe">
   readonly billing: "metered" | "unlimited"
   readonly webhookAllowPrivate: boolean
@@ -161,15 +165,46 @@ const secretKeysSetting = Config.string("SVC_SECRET_KEYS").pipe(
   })
 )
 
+/** An `http://` issuer is accepted only on this host's loopback (homelabs and tests; extensions.md §17). */
+export const loopbackHttp = (issuer: URL) =>
+  issuer.protocol === "http:" &&
+  (issuer.hostname === "localhost" || issuer.hostname === "[::1]" || /^127\.\d+\.\d+\.\d+$/.test(issuer.hostname))
+
+const issuerProblem = (issuer: string) => {
+  try {
+    const url = new URL(issuer)
+    return url.protocol === "https:" || loopbackHttp(url)
+      ? undefined
+      : "an issuer must be https (http only on loopback)"
+  } catch {
+    return "an issuer is not a URL"
+  }
+}
+
 const oidcProviders = Config.string("SVC_OIDC_PROVIDERS").pipe(
   Config.option,
   Config.mapOrFail((value): Parsed<ReadonlyArray<OidcProviderConfig>> => {
     if (Option.isNone(value)) return ok([])
     try {
       const decoded = Schema.decodeUnknownEither(Schema.Array(OidcProviderConfig))(JSON.parse(value.value))
-      return decoded._tag === "Right"
-        ? ok(decoded.right)
-        : bad("SVC_OIDC_PROVIDERS", "expected a JSON array of {name, display_name, issuer, client_id, client_secret}")
+      if (decoded._tag === "Left") {
+        return bad(
+          "SVC_OIDC_PROVIDERS",
+          "expected a JSON array of {name, display_name, issuer, client_id, client_secret}"
+        )
+      }
+      const providers = decoded.right
+      const problem = providers.map((provider) => issuerProblem(provider.issuer)).find((p) => p !== undefined) ??
+        (new Set(providers.map((provider) => provider.name)).size < providers.length
+          ? "names must differ"
+          : undefined) ??
+        (providers.some((provider) => provider.name === "email")
+          ? "the name email is taken by email sign-in"
+          : undefined) ??
+        (providers.filter((provider) => provider.default).length > 1
+          ? "at most one provider is the default"
+          : undefined)
+      return problem === undefined ? ok(providers) : bad("SVC_OIDC_PROVIDERS", problem)
     } catch {
       return bad("SVC_OIDC_PROVIDERS", "not valid JSON")
     }
@@ -244,6 +279,10 @@ const load = Effect.gen(function*() {
     mail: yield* mailSetting(dataDir),
     mailFrom: Option.getOrUndefined(yield* Config.string("SVC_MAIL_FROM").pipe(Config.option)),
     oidcProviders: yield* oidcProviders,
+    signup: yield* Config.literal("open", "invite_only")("SVC_SIGNUP").pipe(Config.withDefault("invite_only")),
+    waitlistUrl: Option.getOrUndefined(
+      Option.map(yield* Config.url("SVC_WAITLIST_URL").pipe(Config.option), (url) => url.toString())
+    ),
     payments: yield* Config.literal("stripe")("SVC_PAYMENTS").pipe(Config.option),
     billing: yield* Config.literal("metered", "unlimited")("SVC_BILLING").pipe(Config.withDefault("metered")),
     webhookAllowPrivate: yield* Config.boolean("SVC_WEBHOOK_ALLOW_PRIVATE").pipe(Config.withDefault(false)),

@@ -41,6 +41,11 @@ export interface EndpointSpec<Classes extends ReadonlyArray<ProblemClass<any>>> 
   readonly description: string
   readonly policy: PolicySpec
   readonly errors?: Classes
+  /**
+   * Responses the route gives in a shape other than problem details (the device token's RFC 8628
+   * errors), published as they are, by status.
+   */
+  readonly otherResponses?: Readonly<Record<string, object>>
 }
 
 type Errors<Classes extends ReadonlyArray<ProblemClass<any>>> = Schema.Schema.Type<
@@ -185,7 +190,7 @@ const publish = (method: HttpMethod, spec: EndpointSpec<ReadonlyArray<ProblemCla
       parameters: spec.policy.organization === "header"
         ? [...operation.parameters, organizationHeader]
         : operation.parameters,
-      responses: { ...successes, ...errors }
+      responses: { ...successes, ...errors, ...spec.otherResponses }
     }
   }
 }
