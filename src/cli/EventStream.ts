@@ -5,7 +5,6 @@
  * `Last-Event-ID` (a read, retried like the client's reads: five times, backing off).
  */
 import { Effect, Stream } from "effect"
-import { Api } from "../Api.js"
 import type { Connection } from "./Connect.js"
 import { ApiProblem, CommandFailed } from "./Failure.js"
 
@@ -13,13 +12,6 @@ export interface ServerEvent {
   readonly id: string | undefined
   readonly event: string
   readonly data: string
-}
-
-/** `/v1/operations/:id` with `{id}` filled in, from the API definition's route `group.endpoint`. */
-export const routePath = (group: string, endpoint: string, params: Record<string, string>) => {
-  const groups = (Api as unknown as { groups: Record<string, { endpoints: Record<string, { path: string }> }> }).groups
-  const path = groups[group]!.endpoints[endpoint]!.path
-  return path.replace(/:(\w+)/g, (_, name: string) => encodeURIComponent(params[name]!))
 }
 
 /** Splits SSE text into events (blank-line separated `field: value` lines; comments ignored). */
