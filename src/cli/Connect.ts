@@ -5,6 +5,7 @@
  * idempotency key per call).
  */
 import { Effect } from "effect"
+import { Api } from "../Api.js"
 import { type Client, makeClient } from "../client/Client.js"
 import { type BadConfigFile, readConfig } from "./ConfigFile.js"
 import { UsageError } from "./Failure.js"
@@ -41,3 +42,13 @@ export const connect: Effect.Effect<Connection, UsageError | BadConfigFile> = Ef
     return { url, apiKey, client }
   }
 )
+
+/**
+ * A route's path with its parameters filled in, from the API definition (`group.endpoint`), for the
+ * few answers the typed client does not read (streams, RFC 8628 errors): they cannot drift either.
+ */
+export const routePath = (group: string, endpoint: string, params: Record<string, string>) => {
+  const groups = (Api as unknown as { groups: Record<string, { endpoints: Record<string, { path: string }> }> }).groups
+  const path = groups[group]!.endpoints[endpoint]!.path
+  return path.replace(/:(\w+)/g, (_, name: string) => encodeURIComponent(params[name]!))
+}

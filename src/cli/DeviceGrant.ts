@@ -7,12 +7,13 @@
  * (a poll changes nothing until the approval, so repeating it is safe).
  */
 import { Effect, Schema } from "effect"
+import { routePath } from "./Connect.js"
 import { ApiProblem, CommandFailed } from "./Failure.js"
 
 export const ApiKeyPresets = ["read_only", "use_existing", "create_and_use", "full_access"] as const
 
-export const deviceCodePath = "/v1/auth/device/code"
-export const deviceTokenPath = "/v1/auth/device/token"
+export const deviceCodePath = routePath("device", "code", {})
+export const deviceTokenPath = routePath("device", "token", {})
 export const deviceGrantType = "urn:ietf:params:oauth:grant-type:device_code"
 
 export const DeviceCode = Schema.Struct({

@@ -5,21 +5,13 @@
  * `Last-Event-ID` (a read, retried like the client's reads: five times, backing off).
  */
 import { Effect, Stream } from "effect"
-import { Api } from "../Api.js"
-import type { Connection } from "./Connect.js"
+import { type Connection, routePath } from "./Connect.js"
 import { ApiProblem, CommandFailed } from "./Failure.js"
 
 export interface ServerEvent {
   readonly id: string | undefined
   readonly event: string
   readonly data: string
-}
-
-/** `/v1/operations/:id` with `{id}` filled in, from the API definition's route `group.endpoint`. */
-export const routePath = (group: string, endpoint: string, params: Record<string, string>) => {
-  const groups = (Api as unknown as { groups: Record<string, { endpoints: Record<string, { path: string }> }> }).groups
-  const path = groups[group]!.endpoints[endpoint]!.path
-  return path.replace(/:(\w+)/g, (_, name: string) => encodeURIComponent(params[name]!))
 }
 
 /** Splits SSE text into events (blank-line separated `field: value` lines; comments ignored). */
@@ -101,3 +93,17 @@ export const follow = (connection: Connection, path: string): Stream.Stream<Serv
   )
 
 const pause = (failures: number) => new Promise((resolve) => setTimeout(resolve, Math.min(10_000, 500 * 2 ** failures)))
+
+/** An operation's `output` event (an exec's bytes) written to this process's stdout or stderr as it came. */
+export const writeOutput = (data: string) =>
+  Effect.sync(() => {
+    const { data_base64, stream } = JSON.parse(data) as { stream: string; data_base64: string }
+    ;(stream === "stderr" ? process.stderr : process.stdout).write(Buffer.from(data_base64, "base64"))
+  })
+
+/** Follows an operation's events to its end, writing its output as it comes. */
+export const streamOutput = (connection: Connection, operationId: string) =>
+  follow(connection, routePath("operations", "events", { id: operationId })).pipe(
+    Stream.takeUntil((event) => event.event === "end"),
+    Stream.runForEach((event) => event.event === "output" ? writeOutput(event.data) : Effect.void)
+  )

@@ -4,8 +4,9 @@ import { Effect, Option } from "effect"
 import type { Client } from "../client/Client.js"
 import type { MachineDto } from "../machines/Api.js"
 import { connect } from "./Connect.js"
+import { streamOutput } from "./EventStream.js"
 import { CommandFailed, UsageError } from "./Failure.js"
-import { type Column, json, printList, printRecord, stderr, time, wait } from "./Output.js"
+import { type Column, json, printJson, printList, printRecord, stderr, time, wait } from "./Output.js"
 import { reportAccepted, waitWithProgress } from "./Progress.js"
 
 const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
@@ -217,7 +218,8 @@ const exec = Command.make("exec", {
       }
       env[match[1]!] = match[2]!
     }
-    const { client, id } = yield* withMachine(flags.machine)
+    const connection = yield* withMachine(flags.machine)
+    const { client, id } = connection
     const input = flags.stdin ? yield* readStdin : undefined
     const accepted = yield* client.machines.exec({
       path: { id },
@@ -229,16 +231,12 @@ const exec = Command.make("exec", {
         ...(input === undefined ? {} : { stdin_base64: input.toString("base64") })
       }
     })
-    // Its output is the answer: no status lines around it unless on a terminal.
-    const done = yield* waitWithProgress(client, accepted.operation_id, { quiet: true })
+    // For people the output is printed as it comes (the operation's events); for programs, the result.
+    if (!flags.json) yield* streamOutput(connection, accepted.operation_id)
+    const done = yield* waitWithProgress(client, accepted.operation_id, { quiet: true, hidden: !flags.json })
     const result = done.exec_result!
-    if (flags.json) {
-      process.stdout.write(JSON.stringify(done, null, 2) + "\n")
-    } else {
-      process.stdout.write(Buffer.from(result.stdout_base64, "base64"))
-      process.stderr.write(Buffer.from(result.stderr_base64, "base64"))
-      if (result.truncated) yield* stderr("svc: the output was cut at 1 MiB per stream\n")
-    }
+    if (flags.json) yield* printJson(done)
+    else if (result.truncated) yield* stderr("svc: the output was cut at 1 MiB per stream\n")
     // Like ssh and incus exec: the command's own exit code (124 when it ran out of time, like timeout(1)).
     if (result.timed_out) return yield* new CommandFailed({ message: "the command timed out", exitCode: 124 })
     if (result.exit_code !== 0) return yield* new CommandFailed({ message: "", exitCode: result.exit_code })

@@ -2,8 +2,8 @@
 import { Args, Command, Options } from "@effect/cli"
 import { Effect, Stream } from "effect"
 import type { OperationDto } from "../operations/Api.js"
-import { connect } from "./Connect.js"
-import { follow, routePath } from "./EventStream.js"
+import { connect, routePath } from "./Connect.js"
+import { follow, writeOutput } from "./EventStream.js"
 import { allPages, machineArg, withMachine } from "./Machines.js"
 import { bytes, type Column, json, printJson, printList, printRecord, stdout, time } from "./Output.js"
 import { waitWithProgress } from "./Progress.js"
@@ -71,11 +71,7 @@ const cancel = Command.make("cancel", { operation: operationArg, json }, (flags)
 
 /** An event's data as people read it: an exec's output as its text, the rest as `name: data`. */
 const render = (event: string, data: string) => {
-  if (event === "output") {
-    const { data_base64, stream } = JSON.parse(data) as { stream: string; data_base64: string }
-    const text = Buffer.from(data_base64, "base64")
-    return Effect.sync(() => (stream === "stderr" ? process.stderr : process.stdout).write(text))
-  }
+  if (event === "output") return writeOutput(data)
   if (event === "status") {
     const status = JSON.parse(data) as { status: string; attempt_count: number; error_code: string | null }
     return stdout(

@@ -30,12 +30,13 @@ export const interactive = () => process.stderr.isTTY === true && process.env.TE
 export const waitWithProgress = (
   client: Client,
   operationId: string,
-  options: WaitOptions & { readonly quiet?: boolean } = {}
+  /** quiet: no plain lines off a terminal; hidden: no progress at all. */
+  options: WaitOptions & { readonly quiet?: boolean; readonly hidden?: boolean } = {}
 ) =>
   Effect.gen(function*() {
     const started = Date.now()
     const last = yield* Ref.make<OperationDto | undefined>(undefined)
-    const tty = interactive()
+    const tty = interactive() && options.hidden !== true
     let frame = 0
     const draw = Effect.flatMap(Ref.get(last), (op) =>
       stderr(
@@ -45,15 +46,14 @@ export const waitWithProgress = (
       ))
     const observe = (op: OperationDto) =>
       Effect.flatMap(Ref.getAndSet(last, op), (previous) =>
-        tty || options.quiet === true || (previous !== undefined && describe(previous) === describe(op))
+        tty || options.quiet === true || options.hidden === true ||
+          (previous !== undefined && describe(previous) === describe(op))
           ? Effect.void
           : stderr(`operation ${describe(op)}\n`))
     if (tty) {
       yield* Effect.forkScoped(Effect.repeat(draw, Schedule.spaced(Duration.millis(100))))
       // Interrupted (Ctrl-C) or failed: the line is left with a newline, not half drawn.
-      yield* Effect.addFinalizer(() =>
-        stderr("\r\x1b[K")
-      )
+      yield* Effect.addFinalizer(() => stderr("\r\x1b[K"))
     }
     const done = yield* client.waitOperation(operationId, { ...options, observe })
     if (tty) {

@@ -63,6 +63,12 @@ const endRemote = <A, E, R>(self: Effect.Effect<A, E, R>) =>
 const isRefusal = (cause: Cause.Cause<unknown>) =>
   Option.match(Cause.failureOption(cause), { onNone: () => false, onSome: (e) => startRefusal(e) !== undefined })
 
+// `svc machines list | head -1`: a reader that stopped reading ends the command quietly, as it would a shell tool.
+process.stdout.on("error", (error: NodeJS.ErrnoException) => {
+  if (error.code === "EPIPE") process.exit(0)
+  throw error
+})
+
 Effect.gen(function*() {
   // The one log stream (src/cli/Logging.ts); a malformed SVC_LOG_FORMAT is refused like any setting.
   const format = yield* logFormat

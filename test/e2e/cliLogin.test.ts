@@ -1,17 +1,16 @@
 /**
- * `svc login` and `svc logout`. The device grant's server side is being built on another branch, so
- * the device routes are spoken here by a loopback server that follows the published routes
- * (RFC 8628 answers: `authorization_pending`, `slow_down`, `access_denied`, then the key) and
- * hands every other request to a real svc, so the stored key is then used for real.
+ * `svc login` and `svc logout`: end to end against the real device routes, approved by a signed-in
+ * person's session; and the poll's pacing (`slow_down`) and a denial, answered on cue by a loopback
+ * server in front of a real svc that speaks the published device routes (every other request goes
+ * to the real svc, so the stored key is then used for real).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as NodeFs from "node:fs"
-import * as NodeHttp from "node:http"
-import type * as NodeNet from "node:net"
 import * as NodePath from "node:path"
 import { makeClient } from "../../src/index.js"
-import { cliFor } from "../support/Cli.js"
+import { cliFor, frontServer, runCli } from "../support/Cli.js"
+import { signIn } from "../support/SignIn.js"
 import { startServer } from "../support/TestServer.js"
 
 interface Poll {
@@ -21,55 +20,32 @@ interface Poll {
 
 /** The device routes as published, answering the token polls from `answers` in turn; the rest goes to `upstream`. */
 const deviceServer = (upstream: string, answers: ReadonlyArray<{ status: number; body: unknown }>) =>
-  Effect.acquireRelease(
-    Effect.async<{ url: string; polls: Array<Poll>; codeRequests: Array<any>; server: NodeHttp.Server }>((resume) => {
-      const polls: Array<Poll> = []
-      const codeRequests: Array<any> = []
-      const server = NodeHttp.createServer(async (request, response) => {
-        const chunks: Array<Buffer> = []
-        for await (const chunk of request) chunks.push(chunk as Buffer)
-        const body = Buffer.concat(chunks)
-        const reply = (status: number, value: unknown) => {
-          response.writeHead(status, { "content-type": "application/json", "cache-control": "no-store" })
-          response.end(JSON.stringify(value))
-        }
-        if (request.method === "POST" && request.url === "/v1/auth/device/code") {
-          codeRequests.push(JSON.parse(body.toString() || "{}"))
-          return reply(200, {
-            device_code: "device-code-1",
-            user_code: "BCDF-GHJK",
-            verification_uri: `${url}/device`,
-            verification_uri_complete: `${url}/device?user_code=BCDF-GHJK`,
-            expires_in: 600,
-            interval: 1
-          })
-        }
-        if (request.method === "POST" && request.url === "/v1/auth/device/token") {
-          polls.push({ at: Date.now(), body: JSON.parse(body.toString()) })
-          const answer = answers[Math.min(polls.length, answers.length) - 1]!
-          return reply(answer.status, answer.body)
-        }
-        const forwarded = await fetch(upstream + request.url, {
-          method: request.method!,
-          headers: Object.fromEntries(
-            Object.entries(request.headers).filter(([name]) => name !== "host" && name !== "content-length")
-          ) as Record<string, string>,
-          ...(body.length > 0 ? { body } : {})
+  Effect.gen(function*() {
+    const polls: Array<Poll> = []
+    const codeRequests: Array<any> = []
+    let url = ""
+    const front = yield* frontServer(upstream, (request, body, reply): void | false => {
+      if (request.method === "POST" && request.url === "/v1/auth/device/code") {
+        codeRequests.push(JSON.parse(body.toString() || "{}"))
+        return reply(200, {
+          device_code: "device-code-1",
+          user_code: "BCDF-GHJK",
+          verification_uri: `${url}/device`,
+          verification_uri_complete: `${url}/device?user_code=BCDF-GHJK`,
+          expires_in: 600,
+          interval: 1
         })
-        response.writeHead(forwarded.status, Object.fromEntries(forwarded.headers))
-        response.end(Buffer.from(await forwarded.arrayBuffer()))
-      })
-      let url = ""
-      server.listen(0, "127.0.0.1", () => {
-        url = `http://127.0.0.1:${(server.address() as NodeNet.AddressInfo).port}`
-        resume(Effect.succeed({ url, polls, codeRequests, server }))
-      })
-    }),
-    ({ server }) =>
-      Effect.async<void>((resume) => {
-        server.close(() => resume(Effect.void))
-      })
-  )
+      }
+      if (request.method === "POST" && request.url === "/v1/auth/device/token") {
+        polls.push({ at: Date.now(), body: JSON.parse(body.toString()) })
+        const answer = answers[Math.min(polls.length, answers.length) - 1]!
+        return reply(answer.status, answer.body)
+      }
+      return false
+    })
+    url = front.url
+    return { url, polls, codeRequests }
+  })
 
 const pending = { status: 400, body: { error: "authorization_pending", error_description: "not yet" } }
 
@@ -161,5 +137,54 @@ describe("svc CLI: login and logout", () => {
         assert.isFalse(NodeFs.existsSync(NodePath.join(cli.configHome, "svc", "config.json")))
       }),
     60_000
+  )
+
+  it.scopedLive(
+    "login against the real device routes: approved in a session, the key stored and used",
+    () =>
+      Effect.gen(function*() {
+        const server = yield* startServer()
+        const ada = yield* signIn(server, "ada@example.com")
+        const organizationId = (yield* ada.http("GET", "/v1/me")).body.organizations[0].id
+        const cli = yield* cliFor(server.url, undefined)
+        const env = { SVC_URL: undefined, SVC_API_KEY: undefined }
+        const approvals: Array<number> = []
+        const login = yield* runCli(["login", "--url", server.url], { ...cli.env, ...env }, {
+          started: (child) => {
+            let shown = ""
+            child.stderr!.on("data", (chunk) => {
+              shown += chunk
+              const code = /\n {4}([A-Z]{4}-[A-Z]{4})\n/.exec(shown)?.[1]
+              if (code === undefined || approvals.length > 0) return
+              approvals.push(0)
+              void Effect.runPromise(ada.http("POST", "/v1/auth/device/approve", {
+                json: { user_code: code, preset: "full_access", name: "cli test" },
+                headers: { ...ada.withCsrf, "x-organization-id": organizationId }
+              })).then((reply) => approvals.push(reply.status))
+            })
+          }
+        })
+        assert.strictEqual(login.code, 0, login.stderr)
+        assert.deepStrictEqual(approvals, [0, 200])
+        assert.include(login.stderr, `open ${server.url}/device and enter the code`)
+        assert.match(
+          login.stdout,
+          new RegExp(`^Signed in to ${server.url} \\(organization ${organizationId}, key cli test, full_access\\)`)
+        )
+        const file = NodePath.join(cli.configHome, "svc", "config.json")
+        assert.strictEqual(NodeFs.statSync(file).mode & 0o777, 0o600)
+        const stored = JSON.parse(NodeFs.readFileSync(file, "utf8"))
+        assert.match(stored.api_key, /^svc_/)
+        const created = yield* cli.run(["machines", "create", "mine", "--wait"], { env })
+        assert.strictEqual(created.code, 0, created.stderr)
+        const logout = yield* cli.run(["logout"], { env })
+        assert.strictEqual(logout.stderr, "the key was revoked\n")
+        const revoked = yield* cli.run(["machines", "list"], {
+          env: { SVC_API_KEY: stored.api_key, SVC_URL: server.url }
+        })
+        assert.strictEqual(revoked.code, 1)
+        assert.match(revoked.stderr, /invalid_api_key/)
+      }),
+    120_000
   )
 })

@@ -5,7 +5,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { makeClient } from "../../src/index.js"
-import { cliFor } from "../support/Cli.js"
+import { cliFor, frontServer } from "../support/Cli.js"
 import { freePort, startServer } from "../support/TestServer.js"
 
 const setup = Effect.gen(function*() {
@@ -152,4 +152,49 @@ describe("svc CLI: machines and operations", () => {
       }),
     180_000
   )
+
+  it.scopedLive(
+    "a read is retried after a 502; a change after a 503, with the same idempotency key",
+    () =>
+      Effect.gen(function*() {
+        const { owner, server } = yield* setup
+        const creates: Array<string | undefined> = []
+        let lists = 0
+        const front = yield* frontServer(server.url, (request, _body, reply) => {
+          if (request.method === "POST" && request.url === "/v1/machines") {
+            creates.push(request.headers["idempotency-key"] as string | undefined)
+            if (creates.length === 1) return reply(503, { code: "runtime_unavailable" }, { "retry-after": "1" })
+          }
+          if (request.method === "GET" && request.url?.startsWith("/v1/machines?") && ++lists === 1) {
+            return reply(502, { code: "bad_gateway" })
+          }
+          return false
+        })
+        const cli = yield* cliFor(front.url, owner.api_key)
+        const created = yield* cli.run(["machines", "create", "retried", "--wait"])
+        assert.strictEqual(created.code, 0, created.stderr)
+        assert.strictEqual(creates.length, 2)
+        assert.match(creates[0]!, /^[0-9a-f-]{36}$/)
+        assert.strictEqual(creates[1], creates[0])
+        const listed = yield* cli.run(["machines", "list", "--json"])
+        assert.strictEqual(listed.code, 0, listed.stderr)
+        assert.strictEqual(lists, 2)
+        assert.deepStrictEqual(JSON.parse(listed.stdout).map((m: any) => m.name), ["retried"])
+      }),
+    120_000
+  )
+
+  it.effect("shell completion scripts for bash and zsh name the commands", () =>
+    Effect.gen(function*() {
+      const cli = yield* cliFor("http://127.0.0.1:1", undefined)
+      for (const shell of ["bash", "zsh"]) {
+        const script = yield* cli.run(["--completions", shell])
+        assert.strictEqual(script.code, 0, script.stderr)
+        for (const word of ["machines", "ops", "files", "agent", "snapshots", "templates", "login", "logout"]) {
+          assert.include(script.stdout, word, `${shell}: ${word}`)
+        }
+      }
+      const bash = (yield* cli.run(["--completions", "bash"])).stdout
+      assert.include(bash, "complete -F _svc_bash_completions")
+    }).pipe(Effect.scoped), 60_000)
 })

@@ -5,6 +5,8 @@
  */
 import { Effect } from "effect"
 import * as NodeChild from "node:child_process"
+import * as NodeHttp from "node:http"
+import type * as NodeNet from "node:net"
 import { bin } from "./Binary.js"
 import { tempDir } from "./TestServer.js"
 
@@ -61,3 +63,51 @@ export const cliFor = (url: string, apiKey: string | undefined) =>
       run: (args: ReadonlyArray<string>, options: CliOptions = {}) => runCli(args, env, options)
     }
   })
+
+/**
+ * A loopback server in front of `upstream`: `intercept` answers a request itself (calling `reply`)
+ * or returns false to have it forwarded unchanged. For what the real server cannot be made to do on
+ * cue: a 503 before it acts, routes another branch builds.
+ */
+export const frontServer = (
+  upstream: string,
+  intercept: (
+    request: NodeHttp.IncomingMessage,
+    body: Buffer,
+    reply: (status: number, value: unknown, headers?: Record<string, string>) => void
+  ) => void | false
+) =>
+  Effect.acquireRelease(
+    Effect.async<{ url: string; server: NodeHttp.Server }>((resume) => {
+      const server = NodeHttp.createServer(async (request, response) => {
+        const chunks: Array<Buffer> = []
+        for await (const chunk of request) chunks.push(chunk as Buffer)
+        const body = Buffer.concat(chunks)
+        const reply = (status: number, value: unknown, headers: Record<string, string> = {}) => {
+          response.writeHead(status, { "content-type": "application/json", "cache-control": "no-store", ...headers })
+          response.end(JSON.stringify(value))
+        }
+        if (intercept(request, body, reply) !== false) return
+        const forwarded = await fetch(upstream + request.url, {
+          method: request.method!,
+          headers: Object.fromEntries(
+            Object.entries(request.headers).filter(([name]) => name !== "host" && name !== "content-length")
+          ) as Record<string, string>,
+          ...(body.length > 0 ? { body } : {})
+        })
+        const headers = Object.fromEntries(forwarded.headers)
+        delete headers["content-encoding"]
+        delete headers["content-length"]
+        response.writeHead(forwarded.status, headers)
+        response.end(Buffer.from(await forwarded.arrayBuffer()))
+      })
+      server.listen(0, "127.0.0.1", () =>
+        resume(Effect.succeed({ url: `http://127.0.0.1:${(server.address() as NodeNet.AddressInfo).port}`, server })))
+    }),
+    ({ server }) =>
+      Effect.async<void>((resume) => {
+        server.close(() =>
+          resume(Effect.void)
+        )
+      })
+  )
