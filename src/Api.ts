@@ -12,6 +12,7 @@ import { MachinesApi } from "./machines/Api.js"
 import { OperationsApi } from "./operations/Api.js"
 import { MembersApi } from "./organizations/Api.js"
 import { SnapshotsApi } from "./snapshots/Api.js"
+import { TerminalsApi } from "./terminals/Api.js"
 import { WebhooksApi } from "./webhooks/Api.js"
 
 /** The document's introduction: what holds for every route (docs/api.md starts with it). */
@@ -76,6 +77,7 @@ export class Api extends HttpApi.make("svc")
   .add(SnapshotsApi)
   .add(AgentsApi)
   .add(WebhooksApi)
+  .add(TerminalsApi)
   .annotate(OpenApi.Title, "svc")
   .annotate(OpenApi.Version, "1")
   .annotate(OpenApi.Description, description)

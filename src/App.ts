@@ -10,7 +10,6 @@ import type { MachineDriver } from "./drivers/MachineDriver.js"
 import { EnvironmentsLive, MachineEnvironmentsLive } from "./environments/Live.js"
 import { HttpLive, RoutesLive } from "./Http.js"
 import { IdentityLive as IdentityAreaLive } from "./identity/Live.js"
-import { AccessRevocations } from "./kernel/AccessRevocations.js"
 import { AuditLog } from "./kernel/AuditLog.js"
 import type { AppConfig } from "./kernel/config/AppConfig.js"
 import { SecretBox } from "./kernel/crypto/SecretBox.js"
@@ -38,6 +37,7 @@ import { SnapshotsLive } from "./snapshots/Live.js"
 import { SnapshotsRepo } from "./snapshots/store/SnapshotsRepo.js"
 import { SnapshotStore } from "./snapshots/store/SnapshotStore.js"
 import { SnapshotWork } from "./snapshots/store/SnapshotWork.js"
+import { TerminalsKernelLive, TerminalsLive } from "./terminals/Live.js"
 import { webhookRecorder, WebhooksLive } from "./webhooks/Live.js"
 
 /** The kernel's stores and ports over the database the configuration names. */
@@ -51,8 +51,9 @@ const KernelLive = Layer.mergeAll(
   RateLimiter.layer,
   Entitlements.fromConfig,
   AuditLog.layer,
-  // Ports whose areas are still to come: nothing to revoke, no invitations.
-  AccessRevocations.none,
+  // Terminal tickets and channels: what AccessRevocations ends (the terminals area fills it).
+  TerminalsKernelLive,
+  // Ports whose areas are still to come: no invitations.
   OpenInvitations.none
 ).pipe(Layer.provideMerge(Database.layer))
 
@@ -93,7 +94,8 @@ const runtimeLive = <E, R>(driver: Layer.Layer<MachineDriver, E, R>) =>
   )
 
 /** The product areas on the runtime: each line may use the services of the lines below it. */
-const AreasLive = WebhooksLive.pipe(
+const AreasLive = TerminalsLive.pipe(
+  Layer.provideMerge(WebhooksLive),
   Layer.provideMerge(AgentsLive),
   Layer.provideMerge(SnapshotsLive),
   Layer.provideMerge(EnvironmentsLive),

@@ -31,6 +31,8 @@ import { OperationsHandlers } from "./operations/Http.js"
 import { MembersHandlers } from "./organizations/Http.js"
 import { makePortProxy, withPortProxy } from "./ports/Proxy.js"
 import { SnapshotsHandlers } from "./snapshots/Http.js"
+import { TerminalsHandlers } from "./terminals/Http.js"
+import { makeTerminalSockets, withTerminalSockets } from "./terminals/Socket.js"
 import { WebhooksHandlers } from "./webhooks/Http.js"
 
 export const ApiLive = HttpApiBuilder.api(Api).pipe(
@@ -44,7 +46,8 @@ export const ApiLive = HttpApiBuilder.api(Api).pipe(
     EnvironmentsHandlers,
     SnapshotsHandlers,
     AgentsHandlers,
-    WebhooksHandlers
+    WebhooksHandlers,
+    TerminalsHandlers
   ]),
   Layer.provide(AuthorizationLive(Api))
 )
@@ -122,11 +125,16 @@ export const RoutesLive = Layer.unwrapEffect(
 
 /**
  * A Node HTTP server on `host` and `port` whose port proxy requests and upgrades go to the port
- * proxy (src/ports/Proxy.ts) before the Effect app sees them.
+ * proxy (src/ports/Proxy.ts), and terminal WebSockets to src/terminals/Socket.ts, before the
+ * Effect app sees them.
  */
 export const nodeServerOn = (options: { readonly host: string; readonly port: number }) =>
   Layer.unwrapEffect(
-    Effect.map(makePortProxy, (proxy) => NodeHttpServer.layer(() => withPortProxy(createServer(), proxy), options))
+    Effect.map(
+      Effect.all([makePortProxy, makeTerminalSockets]),
+      ([proxy, terminals]) =>
+        NodeHttpServer.layer(() => withTerminalSockets(withPortProxy(createServer(), proxy), terminals), options)
+    )
   )
 
 /** A Node HTTP server listening where the configuration says. */
