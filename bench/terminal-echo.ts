@@ -6,9 +6,15 @@
  * Target: p50 within 1 ms of the baseline, p99 under 10 ms.
  *
  *   node --import tsx bench/terminal-echo.ts [keystrokes=2000]
+ *
+ * With `NODE_PTY=<path of a built node-pty>` (not a dependency of svc: the alternative that was
+ * weighed, docs/terminals.md) it also drives a node-pty PTY made in this process around nsenter
+ * into the same sandbox, and times its spawn call (the event loop stands still meanwhile) against
+ * the launcher's terminal start.
  */
 import { Effect, Queue } from "effect"
 import * as NodeFs from "node:fs"
+import { createRequire } from "node:module"
 import * as NodePath from "node:path"
 import { performance } from "node:perf_hooks"
 import { WebSocket } from "ws"
@@ -86,7 +92,56 @@ const main = async () => {
     )
     Queue.unsafeOffer(input, Buffer.from("\x04"))
     await running
+    // The launcher's terminal start, for the spawn comparison: frame sent until the first echo.
+    const starts: Array<number> = []
+    for (let i = 0; i < 20; i++) {
+      const queue = Effect.runSync(Queue.unbounded<TerminalInput>())
+      const t0 = performance.now()
+      let first: (() => void) | undefined
+      const started = new Promise<void>((resolve) => (first = resolve))
+      const done = Effect.runPromise(launcher.run(
+        { argv: ["cat"], cwd: "/", env: { PATH: "/usr/bin:/bin" }, input: queue, terminal: { cols: 80, rows: 24 } },
+        () => Effect.sync(() => first?.())
+      ))
+      Queue.unsafeOffer(queue, Buffer.from("a"))
+      await started
+      starts.push(performance.now() - t0)
+      Queue.unsafeOffer(queue, Buffer.from("\n\x04"))
+      await done
+    }
     launcher.close()
+
+    let nodePty: string | undefined
+    if (process.env.NODE_PTY !== undefined) {
+      const pty = createRequire(import.meta.url)(process.env.NODE_PTY) as {
+        spawn: (file: string, args: Array<string>, options: object) => {
+          write: (data: string) => void
+          onData: (listener: (data: string) => void) => void
+          kill: () => void
+        }
+      }
+      const spawnBlocks: Array<number> = []
+      let last: ReturnType<typeof pty.spawn> | undefined
+      for (let i = 0; i < 20; i++) {
+        last?.kill()
+        const t0 = performance.now()
+        last = pty.spawn("nsenter", [`--target=${run.pid}`, "--all", "--root", "--wdns=/", "--", "cat"], {
+          cols: 80,
+          rows: 24,
+          env: { PATH: "/usr/bin:/bin" }
+        })
+        spawnBlocks.push(performance.now() - t0)
+      }
+      const term = last!
+      await new Promise((resolve) => setTimeout(resolve, 300))
+      const viaNodePty = await measure((key) => term.write(key.toString()), (listener) => term.onData(() => listener()))
+      term.kill()
+      nodePty = `  node-pty in svc's process, same sandbox via nsenter: p50 ${ms(viaNodePty.p50)}  p99 ${
+        ms(viaNodePty.p99)
+      }; its spawn call blocks the event loop p50 ${
+        ms(summary(spawnBlocks).p50)
+      } (this small process; svc's heap makes a fork slower)`
+    }
 
     console.log(`terminal keystroke echo, ${keystrokes} keys, sandbox driver`)
     console.log(
@@ -101,6 +156,10 @@ const main = async () => {
       `  p50 difference ${ms(throughSvc.p50 - local.p50)} (target < 1 ms); p99 ${ms(throughSvc.p99)} (target < 10 ms)`
     )
     console.log(`  ratio p50 svc/local ${(throughSvc.p50 / local.p50).toFixed(2)}`)
+    console.log(
+      `  launcher terminal start (frame to first echo): p50 ${ms(summary(starts).p50)}, svc's event loop never blocked`
+    )
+    if (nodePty !== undefined) console.log(nodePty)
   } finally {
     await served.stop()
   }

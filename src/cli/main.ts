@@ -9,12 +9,13 @@ import { agents } from "./Agents.js"
 import { logFormat, loggerFor } from "./Logging.js"
 import { serve } from "./Serve.js"
 import { startRefusal } from "./StartRefusals.js"
+import { terminal } from "./Terminal.js"
 
 const openapi = Command.make("openapi", {}, () => Console.log(JSON.stringify(OpenApi.fromApi(Api), null, 2))).pipe(
   Command.withDescription("Print the OpenAPI document of the API")
 )
 
-const svc = Command.make("svc").pipe(Command.withSubcommands([serve, admin, agents, openapi]))
+const svc = Command.make("svc").pipe(Command.withSubcommands([serve, admin, agents, terminal, openapi]))
 
 const run = Command.run(svc, { name: "svc", version: "0.1.0" })
 
