@@ -17,6 +17,7 @@ import { OperationsApi } from "./operations/Api.js"
 import { OperatorApi } from "./operator/Api.js"
 import { InvitationsApi, MembersApi } from "./organizations/Api.js"
 import { SnapshotsApi } from "./snapshots/Api.js"
+import { TerminalsApi } from "./terminals/Api.js"
 import { WebhooksApi } from "./webhooks/Api.js"
 
 /** The document's introduction: what holds for every route (docs/api.md starts with it). */
@@ -88,6 +89,7 @@ export class Api extends HttpApi.make("svc")
   .add(OperatorApi)
   .add(AlertsApi)
   .add(BillingApi)
+  .add(TerminalsApi)
   .annotate(OpenApi.Title, "svc")
   .annotate(OpenApi.Version, "1")
   .annotate(OpenApi.Description, description)

@@ -12,7 +12,6 @@ import type { MachineDriver } from "./drivers/MachineDriver.js"
 import { EnvironmentsLive, MachineEnvironmentsLive } from "./environments/Live.js"
 import { HttpLive, RoutesLive } from "./Http.js"
 import { IdentityLive as IdentityAreaLive } from "./identity/Live.js"
-import { AccessRevocations } from "./kernel/AccessRevocations.js"
 import { AuditLog } from "./kernel/AuditLog.js"
 import type { AppConfig } from "./kernel/config/AppConfig.js"
 import { SecretBox } from "./kernel/crypto/SecretBox.js"
@@ -41,6 +40,7 @@ import { SnapshotsLive } from "./snapshots/Live.js"
 import { SnapshotsRepo } from "./snapshots/store/SnapshotsRepo.js"
 import { SnapshotStore } from "./snapshots/store/SnapshotStore.js"
 import { SnapshotWork } from "./snapshots/store/SnapshotWork.js"
+import { TerminalsKernelLive, TerminalsLive } from "./terminals/Live.js"
 import { webhookRecorder, WebhooksLive } from "./webhooks/Live.js"
 
 /** The kernel's stores and ports over the database the configuration names. */
@@ -57,8 +57,9 @@ const KernelLive = Layer.mergeAll(
   AuditLog.layer,
   Gauges.layer,
   OperatorStandingLive,
-  // Ports whose areas are still to come: nothing to revoke. (OpenInvitations: OrganizationsLive.)
-  AccessRevocations.none
+  // Terminal tickets and channels: what AccessRevocations ends (the terminals area fills it).
+  // (OpenInvitations: OrganizationsLive.)
+  TerminalsKernelLive
 ).pipe(Layer.provideMerge(Database.layer))
 
 /**
@@ -99,7 +100,8 @@ const runtimeLive = <E, R>(driver: Layer.Layer<MachineDriver, E, R>) =>
   )
 
 /** The product areas on the runtime: each line may use the services of the lines below it. */
-const AreasLive = Metrics.layer.pipe(
+const AreasLive = TerminalsLive.pipe(
+  Layer.provideMerge(Metrics.layer),
   Layer.provideMerge(OperatorLive),
   Layer.provideMerge(MembershipLive),
   Layer.provideMerge(AlertsLive),

@@ -37,6 +37,8 @@ import { InvitationsHandlers, MembersHandlers } from "./organizations/Http.js"
 import { PagesLive } from "./pages/Live.js"
 import { makePortProxy, withPortProxy } from "./ports/Proxy.js"
 import { SnapshotsHandlers } from "./snapshots/Http.js"
+import { TerminalsHandlers } from "./terminals/Http.js"
+import { makeTerminalSockets, withTerminalSockets } from "./terminals/Socket.js"
 import { WebhooksHandlers } from "./webhooks/Http.js"
 
 export const ApiLive = HttpApiBuilder.api(Api).pipe(
@@ -56,7 +58,8 @@ export const ApiLive = HttpApiBuilder.api(Api).pipe(
     MetricsHandlers,
     OperatorHandlers,
     AlertsHandlers,
-    BillingHandlers
+    BillingHandlers,
+    TerminalsHandlers
   ]),
   Layer.provide(AuthorizationLive(Api))
 )
@@ -135,11 +138,16 @@ export const RoutesLive = Layer.unwrapEffect(
 
 /**
  * A Node HTTP server on `host` and `port` whose port proxy requests and upgrades go to the port
- * proxy (src/ports/Proxy.ts) before the Effect app sees them.
+ * proxy (src/ports/Proxy.ts), and terminal WebSockets to src/terminals/Socket.ts, before the
+ * Effect app sees them.
  */
 export const nodeServerOn = (options: { readonly host: string; readonly port: number }) =>
   Layer.unwrapEffect(
-    Effect.map(makePortProxy, (proxy) => NodeHttpServer.layer(() => withPortProxy(createServer(), proxy), options))
+    Effect.map(
+      Effect.all([makePortProxy, makeTerminalSockets]),
+      ([proxy, terminals]) =>
+        NodeHttpServer.layer(() => withTerminalSockets(withPortProxy(createServer(), proxy), terminals), options)
+    )
   )
 
 /** A Node HTTP server listening where the configuration says. */

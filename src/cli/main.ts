@@ -17,6 +17,7 @@ import { serve } from "./Serve.js"
 import { snapshots } from "./Snapshots.js"
 import { startRefusal } from "./StartRefusals.js"
 import { templates } from "./Templates.js"
+import { terminal } from "./Terminal.js"
 
 const openapi = Command.make("openapi", {}, () => Console.log(JSON.stringify(OpenApi.fromApi(Api), null, 2))).pipe(
   Command.withDescription("Print the OpenAPI document of the API")
@@ -35,7 +36,8 @@ const svc = Command.make("svc").pipe(
     snapshots,
     templates,
     login,
-    logout
+    logout,
+    terminal
   ])
 )
 

@@ -8,7 +8,7 @@ import { Effect, Fiber, Queue } from "effect"
 import * as NodeChild from "node:child_process"
 import * as NodeFs from "node:fs"
 import * as NodeOs from "node:os"
-import { DriverError, type OutputStream } from "./MachineDriver.js"
+import { DriverError, type OutputStream, type TerminalInput } from "./MachineDriver.js"
 
 /**
  * The PATH for what svc runs on the host: the inherited one, else systemd's default (sbin included:
@@ -35,7 +35,8 @@ export interface CommandOptions {
   readonly env: Readonly<Record<string, string>>
   readonly stdin?: Uint8Array | undefined
   /** A live stdin: chunks written as they are taken; stdin closes when the queue shuts down. */
-  readonly input?: Queue.Dequeue<Uint8Array> | undefined
+  /** A live stdin; sizes (a terminal's) are no pipe's business and are dropped. */
+  readonly input?: Queue.Dequeue<TerminalInput> | undefined
   /** Called with the command's pid right after the spawn (e.g. to move it into a cgroup). */
   readonly onSpawn?: ((pid: number) => void) | undefined
   /**
@@ -112,9 +113,14 @@ export const runCommand = (
     }
     const input = options.input
     const writer = input === undefined || !child.stdin ? undefined : yield* Effect.forkDaemon(
-      Effect.forever(Effect.flatMap(Queue.take(input), (chunk) => Effect.sync(() => child.stdin!.write(chunk)))).pipe(
-        Effect.onInterrupt(() => Effect.sync(() => child.stdin!.end()))
-      )
+      Effect.forever(Effect.flatMap(Queue.take(input), (chunk) =>
+        Effect.sync(() =>
+          chunk instanceof Uint8Array && child.stdin!.write(chunk)
+        ))).pipe(
+          Effect.onInterrupt(() =>
+            Effect.sync(() => child.stdin!.end())
+          )
+        )
     )
     if (writer !== undefined) child.stdin!.on("error", () => undefined) // the command may exit without reading it
     return yield* Effect.gen(function*() {

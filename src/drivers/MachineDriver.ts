@@ -32,6 +32,15 @@ export interface Observed {
   readonly bootId: string | null
 }
 
+/** A terminal's size in character cells. */
+export interface TerminalSize {
+  readonly cols: number
+  readonly rows: number
+}
+
+/** What a live stdin carries: bytes, or (for a terminal) a new size. */
+export type TerminalInput = Uint8Array | TerminalSize
+
 export interface ExecRequest {
   readonly argv: ReadonlyArray<string>
   /** Working directory; relative paths are taken from the machine's home directory. */
@@ -42,7 +51,14 @@ export interface ExecRequest {
    * A live stdin instead of `stdin`: each chunk taken from the queue is written as it comes, and
    * stdin is closed once the queue is shut down (an agent turn's inbox, for steering).
    */
-  readonly input?: Queue.Dequeue<Uint8Array> | undefined
+  readonly input?: Queue.Dequeue<TerminalInput> | undefined
+  /**
+   * Run the command on a new PTY of the machine of this size, in a session of its own with the PTY
+   * as its controlling terminal: the terminal's bytes come as `stdout`, `input` is typed into it and
+   * its sizes resize it. Interrupting ends the whole session (a shell's jobs too). A driver that
+   * cannot make one fails with the permanent code `terminal_unavailable`.
+   */
+  readonly terminal?: TerminalSize | undefined
   /**
    * Run the command at most once for this id in the machine, even across restarts of svc (the
    * claim files of ExactlyOnce.ts): a repeated exec with the same id waits for the first run and

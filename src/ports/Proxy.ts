@@ -21,7 +21,7 @@ import { uuidText } from "../kernel/domain/Ids.js"
 import { CSRF_COOKIE, fromNode, type RequestFacts, SESSION_COOKIE } from "../kernel/http/Authenticate.js"
 import { InternalError, ResourceNotFound } from "../kernel/http/Errors.js"
 import { GuestActionFailed } from "../kernel/http/MachineErrors.js"
-import { type ProblemBody, problemContentType, specOf, toBody } from "../kernel/http/Problem.js"
+import { type ProblemBody, problemContentType, rawProblem, specOf, toBody } from "../kernel/http/Problem.js"
 import { Ports } from "./Ports.js"
 import { PORT_TOKEN_COOKIE, PORT_TOKEN_HEADER, PORT_TOKEN_PARAM } from "./PortTokens.js"
 
@@ -137,14 +137,6 @@ export const makePortProxy = Effect.gen(function*() {
     if (response.headersSent) return void response.destroy()
     response.writeHead(body.status, { "content-type": problemContentType })
     response.end(JSON.stringify(body))
-  }
-
-  const rawProblem = (socket: NodeStream.Duplex, body: ProblemBody) => {
-    const text = JSON.stringify(body)
-    socket.end(
-      `HTTP/1.1 ${body.status} ${body.title}\r\ncontent-type: ${problemContentType}\r\n` +
-        `content-length: ${Buffer.byteLength(text)}\r\nconnection: close\r\n\r\n${text}`
-    )
   }
 
   // A defect in the checks (the database gone, say): the same answer the API gives one.

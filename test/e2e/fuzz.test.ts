@@ -29,10 +29,12 @@ import { deviceTokenMembers } from "../../src/identity/DeviceApi.js"
 import { makeClient, WaitTimeout } from "../../src/index.js"
 import { AppConfig } from "../../src/kernel/config/AppConfig.js"
 import { SecretBox } from "../../src/kernel/crypto/SecretBox.js"
-import { request as httpRequest } from "../support/Http.js"
+import { client, request as httpRequest } from "../support/Http.js"
+import { runningMachine } from "../support/Machines.js"
 import { invite, joined } from "../support/Members.js"
 import { signIn } from "../support/SignIn.js"
 import { startStripeServer, stripeSettings } from "../support/StripeServer.js"
+import { mustOpen, openTerminal } from "../support/Terminals.js"
 import { startServer } from "../support/TestServer.js"
 
 /** Keys for webhook secrets and signed unsubscribe links, so those routes run past their 503 and 400. */
@@ -778,5 +780,60 @@ describe("fuzz: sign-in and device routes with a browser session", () => {
         assert.deepStrictEqual(failures, [], `replay with FUZZ_SEED=${seed} FUZZ_RUNS=${runs}`)
       }).pipe(Logger.withMinimumLogLevel(LogLevel.Error)),
     { timeout: 600_000 }
+  )
+})
+
+describe("fuzz: the terminal WebSocket", () => {
+  it.scopedLive(
+    "generated tickets never open or break anything; generated frames never end the terminal",
+    () =>
+      Effect.gen(function*() {
+        const server = yield* startServer({ runtime: "sandbox", logLevel: "error" })
+        const owner = yield* server.bootstrap("fuzz@example.com")
+        const api = client(server.url, { key: owner.api_key })
+        const id = yield* runningMachine(api, "fuzz-terminal", { internet_access: false })
+        const made = (yield* api("POST", `/v1/machines/${id}/terminals`, { json: { command: ["cat"] } })).body
+        const base = made.url.slice(0, made.url.indexOf("?"))
+        // Tickets and queries of every shape: a refusal (404 or 422), never a 500 nor an open socket.
+        yield* Effect.promise(() =>
+          fc.assert(
+            fc.asyncProperty(fc.oneof(fc.string(), fc.base64String(), fc.constant("")), async (ticket) => {
+              const opened = await Effect.runPromise(openTerminal(`${base}?ticket=${encodeURIComponent(ticket)}`))
+              return "refused" in opened && opened.refused === 404
+            }),
+            { numRuns: Math.min(runs, 200), seed }
+          )
+        )
+        // The real ticket still opens its terminal: none of the above used it.
+        const terminal = yield* mustOpen(made.url)
+        const frames = fc.oneof(
+          // Bytes, without the keys that would end or freeze cat (^C ^D ^Z ^\\ ^S).
+          fc.uint8Array({ maxLength: 64 }).map((bytes) => ({
+            binary: true,
+            data: Buffer.from(bytes.filter((byte) => ![3, 4, 26, 28, 19].includes(byte & 0x7f)))
+          })),
+          fc.oneof(
+            fc.string(),
+            jsonValue(fc.constant("x")).map((value) => JSON.stringify(value)),
+            fc.record({ type: fc.constant("resize"), cols: anyNumber, rows: anyNumber }).map((v) => JSON.stringify(v))
+          ).map((text) => ({ binary: false, data: Buffer.from(text) }))
+        )
+        yield* Effect.promise(() =>
+          fc.assert(
+            fc.asyncProperty(frames, async (frame) => {
+              terminal.ws.send(frame.data, { binary: frame.binary })
+              return terminal.ws.readyState === terminal.ws.OPEN
+            }),
+            { numRuns: Math.min(runs, 500), seed }
+          )
+        )
+        // Still the same live terminal: a line typed now comes back.
+        const before = terminal.screen().length
+        yield* terminal.type("\x15still-alive\r")
+        yield* terminal.waitFor("still-alive\r\n", before)
+        yield* terminal.type("\x03")
+        assert.strictEqual(yield* terminal.closed, 1000)
+      }),
+    { timeout: 120_000 }
   )
 })

@@ -14,6 +14,7 @@ import * as Drivers from "../../src/drivers/Drivers.js"
 import { MachineDriver, type MachineDriverShape } from "../../src/drivers/MachineDriver.js"
 import { nodeServerOn, RoutesLive } from "../../src/Http.js"
 import { Accounts } from "../../src/identity/Accounts.js"
+import { AccessRevocations } from "../../src/kernel/AccessRevocations.js"
 import { AuditLog } from "../../src/kernel/AuditLog.js"
 import {
   AppConfig,
@@ -83,7 +84,7 @@ export const testConfig = (dataDir: string, port: number, overrides: Partial<App
 export interface TestServer {
   readonly url: string
   readonly config: AppConfigShape
-  readonly context: Context.Context<Accounts | PortTokens | DomainEvents | AuditLog>
+  readonly context: Context.Context<Accounts | PortTokens | DomainEvents | AuditLog | AccessRevocations>
   /** The messages in the outbox, oldest first. */
   readonly outbox: Effect.Effect<ReadonlyArray<{ readonly to: string; readonly text: string }>>
   /** A user, an organization they own and a full_access key, as `svc admin bootstrap` makes them. */
@@ -135,7 +136,8 @@ export const startServer = (overrides: Partial<AppConfigShape> = {}, wrapDriver?
       context: Context.make(Accounts, accounts).pipe(
         Context.add(PortTokens, Context.get(context, PortTokens)),
         Context.add(DomainEvents, Context.get(context, DomainEvents)),
-        Context.add(AuditLog, Context.get(context, AuditLog))
+        Context.add(AuditLog, Context.get(context, AuditLog)),
+        Context.add(AccessRevocations, Context.get(context, AccessRevocations))
       ),
       outbox: config.mail.kind === "outbox" ? readOutbox(config.mail.dir) : Effect.succeed([]),
       bootstrap: (email) => accounts.bootstrap(email)

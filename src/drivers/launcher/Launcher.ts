@@ -17,7 +17,7 @@ import * as NodeFs from "node:fs"
 import type * as NodeNet from "node:net"
 import { onceArgv } from "../ExactlyOnce.js"
 import { realSleep, reapMillis } from "../HostProcess.js"
-import type { OutputStream } from "../MachineDriver.js"
+import type { OutputStream, TerminalInput, TerminalSize } from "../MachineDriver.js"
 
 /** The launcher ended (or could not start) before the run's command was seen to exit. */
 export class LauncherGone extends Data.TaggedError("LauncherGone")<{ readonly reason: string }> {}
@@ -34,8 +34,13 @@ export interface LaunchRequest {
   /** The command's whole environment. */
   readonly env: Readonly<Record<string, string>>
   readonly stdin?: Uint8Array | undefined
-  /** A live stdin: each chunk is written as it is taken; stdin closes when the queue shuts down. */
-  readonly input?: Queue.Dequeue<Uint8Array> | undefined
+  /**
+   * A live stdin: each chunk is written as it is taken; stdin closes when the queue shuts down. On a
+   * terminal, a size taken from it resizes the terminal.
+   */
+  readonly input?: Queue.Dequeue<TerminalInput> | undefined
+  /** Run on a new PTY of this size (the launcher's T frame): its bytes come as stdout. */
+  readonly terminal?: TerminalSize | undefined
 }
 
 export interface Launcher {
@@ -66,7 +71,7 @@ const headerBytes = 9
  */
 const maxFrameBytes = 1 << 20
 
-const frame = (type: "R" | "Q" | "I" | "C" | "K", id: number, payload: Uint8Array | string) => {
+const frame = (type: "R" | "Q" | "T" | "W" | "I" | "C" | "K", id: number, payload: Uint8Array | string) => {
   const body = typeof payload === "string" ? Buffer.from(payload) : payload
   const header = Buffer.allocUnsafe(headerBytes)
   header.write(type, 0, "latin1")
@@ -90,7 +95,9 @@ const runPayload = (request: LaunchRequest, argv: ReadonlyArray<string>) =>
  * (the launcher drops the wrapper when it makes the claim itself, and runs it when the claim exists).
  */
 const runFrame = (id: number, request: LaunchRequest) =>
-  request.once === undefined
+  request.terminal !== undefined
+    ? frame("T", id, `${request.terminal.cols}\0${request.terminal.rows}\0${runPayload(request, request.argv)}`)
+    : request.once === undefined
     ? frame("R", id, runPayload(request, request.argv))
     : frame("Q", id, `${request.once}\0${runPayload(request, onceArgv(request.once, request.argv))}`)
 
@@ -255,7 +262,12 @@ export const spawnLauncher = (argv: ReadonlyArray<string>, logFile: string): Lau
       const input = request.input
       const feeder = input === undefined ? undefined : yield* Effect.forkDaemon(
         Effect.forever(
-          Effect.flatMap(Queue.take(input), (chunk) => Effect.sync(() => send(frame("I", id, chunk))))
+          Effect.flatMap(Queue.take(input), (chunk) =>
+            Effect.sync(() =>
+              send(
+                chunk instanceof Uint8Array ? frame("I", id, chunk) : frame("W", id, `${chunk.cols} ${chunk.rows}`)
+              )
+            ))
         ).pipe(Effect.ensuring(Effect.sync(() => send(frame("C", id, "")))))
       )
       return yield* untilExit.pipe(

@@ -5,7 +5,12 @@
 #   from svc: R run (cwd, stdin mode p|n, argc, argv..., env name, value, ... joined by NUL),
 #             Q run once (the operation id, NUL, then R's payload whose argv is the exactly-once
 #               wrapper's: see `claim` below and docs/drivers.md "Exactly once"),
-#             I stdin bytes, C close stdin, K signal the run's process group (payload: the number)
+#             T run on a terminal (cols, NUL, rows, NUL, then R's payload): a new PTY of the machine
+#               (/dev/ptmx, its own session with the PTY as controlling terminal), stdout and stderr
+#               both the PTY's bytes as O frames, I frames typed into it,
+#             W resize a terminal run (payload: "cols rows"; the kernel tells its foreground SIGWINCH),
+#             I stdin bytes, C close stdin, K signal the run's process group (payload: the number;
+#               a terminal run's whole session, whatever process groups its shell made for jobs)
 #   to svc:   O stdout bytes, E stderr bytes, X exit code (128 + n after a death by signal n)
 # Perl (core modules only) because perl-base is essential on Debian: every machine has it.
 use strict;
@@ -158,24 +163,77 @@ sub claim {
   return publish("$dir/$operation.claim", "$boot $$\n") ? "$dir/$operation.exit" : undef;
 }
 
+# Terminal ioctls (the same numbers on x86_64 and aarch64: asm-generic).
+my %tty = (TIOCSPTLCK => 0x40045431, TIOCGPTN => 0x80045430, TIOCSCTTY => 0x540E, TIOCSWINSZ => 0x5414);
+
+# ioctl writes into its argument: each is a variable of its own, never a temporary.
+sub setSize {
+  my ($fh, $cols, $rows) = @_;
+  my $size = pack('S4', $rows, $cols, 0, 0);
+  return ioctl($fh, $tty{TIOCSWINSZ}, $size);
+}
+
+# A new PTY pair of the machine's devpts, by hand (perl-base has no IO::Pty): the master and the
+# slave's path.
+sub openPty {
+  my ($cols, $rows) = @_;
+  sysopen(my $master, '/dev/ptmx', Fcntl::O_RDWR() | POSIX::O_NOCTTY()) or return;
+  my $unlock = pack('i', 0);
+  ioctl($master, $tty{TIOCSPTLCK}, $unlock) or return;
+  my $number = pack('i', 0);
+  ioctl($master, $tty{TIOCGPTN}, $number) or return;
+  setSize($master, $cols, $rows) or return;
+  return ($master, '/dev/pts/' . unpack('i', $number));
+}
+
+# Signals every process of the session $sid (a terminal run's): its jobs have process groups of
+# their own. A process that left the session (setsid, nohup-like) is left alone.
+sub signalSession {
+  my ($sid, $signal) = @_;
+  opendir(my $proc, '/proc') or return;
+  for my $pid (grep { /^\d+$/ } readdir $proc) {
+    open(my $stat, '<', "/proc/$pid/stat") or next;
+    my $line = <$stat> // '';
+    close $stat;
+    my @fields = split ' ', substr($line, rindex($line, ')') + 1);
+    kill($signal, $pid) if ($fields[3] // -1) == $sid;
+  }
+  closedir $proc;
+}
+
 sub start {
-  my ($id, $payload, $once) = @_;
+  my ($id, $payload, $once, $pty) = @_;
   my ($cwd, $mode, $argc, @rest) = split /\0/, $payload, -1;
   my @argv = splice @rest, 0, $argc;
   my %env = @rest;
   # With an operation id, argv is the wrapper's (sh -c script svc-once id command...).
   my $exitFile = defined $once ? claim($once, $env{HOME}) : undef;
   splice @argv, 0, 5 if defined $exitFile;
-  my ($or, $ow, $er, $ew, $ir, $iw);
-  pipe($or, $ow) && pipe($er, $ew) && ($mode ne 'p' || pipe($ir, $iw)) or return refuse($id, "cannot make pipes: $!", $exitFile);
+  my ($or, $ow, $er, $ew, $ir, $iw, $slave);
+  if ($pty) {
+    ($or, $slave) = openPty(@$pty) or return refuse($id, "cannot make a terminal: $!", $exitFile);
+    open($iw, '+<&', $or) or return refuse($id, "cannot make a terminal: $!", $exitFile);
+  } else {
+    pipe($or, $ow) && pipe($er, $ew) && ($mode ne 'p' || pipe($ir, $iw)) or return refuse($id, "cannot make pipes: $!", $exitFile);
+  }
   my $pid = fork;
   return refuse($id, "cannot fork: $!", $exitFile) unless defined $pid;
   if ($pid == 0) {
     $SIG{$_} = 'DEFAULT' for qw(PIPE TERM CHLD);
     POSIX::setsid();
-    if (defined $ir) { POSIX::dup2(fileno $ir, 0) } else { open(STDIN, '<', '/dev/null') }
-    POSIX::dup2(fileno $ow, 1);
-    POSIX::dup2(fileno $ew, 2);
+    if ($pty) {
+      # Opened by a session leader without a terminal, the slave becomes its controlling terminal.
+      my $fd = POSIX::open($slave, POSIX::O_RDWR());
+      POSIX::_exit(126) unless defined $fd;
+      ioctl(STDIN, $tty{TIOCSCTTY}, 0) if POSIX::dup2($fd, 0);
+      POSIX::dup2($fd, 1);
+      POSIX::dup2($fd, 2);
+      POSIX::close($fd) if $fd > 2;
+    } else {
+      if (defined $ir) { POSIX::dup2(fileno $ir, 0) } else { open(STDIN, '<', '/dev/null') }
+      POSIX::dup2(fileno $ow, 1);
+      POSIX::dup2(fileno $ew, 2);
+    }
     # Every other descriptor Perl opened closes at exec (close-on-exec above fd 2).
     %ENV = %env;
     if (!chdir $cwd) {
@@ -187,15 +245,18 @@ sub start {
     syswrite(STDERR, "svc: $argv[0]: $!\n");
     POSIX::_exit($code);
   }
-  close $ow;
-  close $ew;
+  close $ow if defined $ow;
+  close $ew if defined $ew;
   close $ir if defined $ir;
-  for ([$or, 'O'], [$er, 'E']) {
+  for (grep { defined $_->[0] } [$or, 'O'], [$er, 'E']) {
     nonblocking($_->[0]);
     $readers{fileno $_->[0]} = [$id, $_->[1], $_->[0]];
   }
   nonblocking($iw) if defined $iw;
-  $runs{$id} = { pid => $pid, open => 2, stdin => $iw, pending => '', closing => 0, exitFile => $exitFile };
+  $runs{$id} = {
+    pid => $pid, open => $pty ? 1 : 2, stdin => $iw, pending => '', closing => 0, exitFile => $exitFile,
+    master => $pty ? $or : undef
+  };
   $bypid{$pid} = $id;
 }
 
@@ -210,9 +271,14 @@ sub command {
   my ($type, $id, $payload) = @_;
   return start($id, $payload) if $type eq 'R';
   return start($id, $2, $1) if $type eq 'Q' && $payload =~ /^([^\0]*)\0(.*)$/s;
+  return start($id, $3, undef, [$1, $2]) if $type eq 'T' && $payload =~ /^(\d+)\0(\d+)\0(.*)$/s;
   my $run = $runs{$id} or return;
   if ($type eq 'I') { $run->{pending} .= $payload if defined $run->{stdin} }
   elsif ($type eq 'C') { $run->{closing} = 1 }
+  elsif ($type eq 'W') {
+    setSize($run->{master}, $1, $2) if $run->{master} && $payload =~ /^(\d+) (\d+)$/;
+  }
+  elsif ($type eq 'K' && $run->{master}) { signalSession($run->{pid}, $payload) }
   elsif ($type eq 'K') { kill(-$payload, $run->{pid}) unless defined $run->{code} }
 }
 
@@ -225,6 +291,8 @@ sub reap {
     # Before svc hears of it: a re-applied operation reads the code from there.
     recordExit($run->{exitFile}, $run->{code});
     $run->{until} = ticks() + $drainTicks;
+    # A terminal's shell is gone: what is left of its session hangs up, as on a closed line.
+    signalSession($pid, 'HUP') if $run->{master};
     endStdin($run);
   }
 }

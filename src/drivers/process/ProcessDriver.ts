@@ -15,12 +15,15 @@ import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
 import { wrapOnce } from "../ExactlyOnce.js"
 import { hostBootId, hostPath, killPid, pidsWithEnv, procStat, runCommand, waitFor } from "../HostProcess.js"
+import { type LaunchRequest, spawnLauncher } from "../launcher/Launcher.js"
+import { launcherScript } from "../launcher/Script.js"
 import {
   DriverError,
   impossibleExec,
   MachineDriver,
   type MachineDriverShape,
   NotRunning,
+  type OutputStream,
   withKnownImage
 } from "../MachineDriver.js"
 import {
@@ -38,6 +41,9 @@ import {
   writeAtomic
 } from "../MachineFiles.js"
 import { connectLocal } from "../PortConnections.js"
+
+/** The host's Perl, for terminals (the launcher makes their PTY). */
+const hostPerl = () => ["/usr/bin/perl", "/bin/perl"].find((path) => NodeFs.existsSync(path))
 
 interface RunRecord {
   readonly bootId: string
@@ -86,6 +92,40 @@ export const make = (
       yield* attempt("stop", () => NodeFs.rmSync(paths(id).run, { force: true }))
     })
 
+  /**
+   * A terminal: the sandbox driver's launcher (launcher.pl) run on the host for this one command,
+   * which makes the PTY; it carries the machine's marker, so stop ends it with the rest.
+   */
+  const onTerminal = (
+    id: string,
+    request: LaunchRequest,
+    onOutput: (stream: OutputStream, chunk: Uint8Array) => Effect.Effect<void>
+  ) =>
+    Effect.suspend((): Effect.Effect<{ readonly exitCode: number }, DriverError | NotRunning> => {
+      const perl = hostPerl()
+      if (perl === undefined) {
+        return Effect.fail(
+          new DriverError({ message: "terminals need Perl on the host", permanent: "terminal_unavailable" })
+        )
+      }
+      return Effect.acquireUseRelease(
+        Effect.sync(() =>
+          spawnLauncher(
+            ["/usr/bin/env", `${marker}=${id}`, perl, "-e", launcherScript],
+            NodePath.join(paths(id).machine, "launcher.log")
+          )
+        ),
+        (launcher) =>
+          launcher.run(request, onOutput).pipe(
+            Effect.catchTag("LauncherGone", (gone): Effect.Effect<never, DriverError | NotRunning> =>
+              running(id) === undefined
+                ? Effect.fail(new NotRunning({ machineId: id }))
+                : Effect.fail(new DriverError({ message: `terminal in machine ${id}: ${gone.reason}` })))
+          ),
+        (launcher) => Effect.sync(launcher.close)
+      )
+    })
+
   return {
     name: "process",
     isolates: false,
@@ -118,16 +158,19 @@ export const make = (
         if (record === undefined) return Effect.fail(new NotRunning({ machineId: id }))
         const disk = paths(id).disk
         const home = NodePath.join(disk, "root")
+        const cwd = NodePath.resolve(home, request.cwd ?? ".")
+        const env = {
+          PATH: hostPath,
+          HOME: home,
+          TMPDIR: NodePath.join(disk, "tmp"),
+          ...record.env,
+          ...request.env,
+          [marker]: id
+        }
+        if (request.terminal !== undefined) return onTerminal(id, { ...request, cwd, env }, onOutput)
         return runCommand(wrapOnce(request.argv, request.once), {
-          cwd: NodePath.resolve(home, request.cwd ?? "."),
-          env: {
-            PATH: hostPath,
-            HOME: home,
-            TMPDIR: NodePath.join(disk, "tmp"),
-            ...record.env,
-            ...request.env,
-            [marker]: id
-          },
+          cwd,
+          env,
           stdin: request.stdin,
           input: request.input,
           onExit: (seconds) => cpuCredit(paths(id).cpu, seconds)

@@ -88,6 +88,13 @@ interface RunRecord {
   readonly netns?: string | undefined
 }
 
+/** A terminal's PTY is made by the launcher: a host without Perl under /usr has none. */
+const noTerminals = (id: string) =>
+  new DriverError({
+    message: `terminal in machine ${id}: terminals need the launcher (Perl under /usr on the host)`,
+    permanent: "terminal_unavailable"
+  })
+
 const bootTimeoutMs = 10_000
 /** How long an exec whose launcher ended waits to see whether that was its machine stopping. */
 const launcherGraceMs = 1_000
@@ -506,6 +513,7 @@ export const make = (
         // the machine is gone ended because the machine stopped.
         const stoppedMeanwhile = () => running(id) === undefined
         if (tools.perl === undefined) {
+          if (request.terminal !== undefined) return Effect.fail(noTerminals(id))
           return enterAndRun(id, record, { ...request, cwd, env }, onOutput, stoppedMeanwhile)
         }
         return launcherOf(id, record, tools.perl).run({ ...request, cwd, env }, onOutput).pipe(

@@ -9,6 +9,7 @@
  */
 import { HttpApiSchema } from "@effect/platform"
 import { Schema } from "effect"
+import type * as NodeStream from "node:stream"
 
 export const FieldError = Schema.Struct({ field: Schema.String, message: Schema.String }).annotations({
   identifier: "FieldError"
@@ -119,5 +120,14 @@ export const wire = <E extends ProblemError>(cls: ProblemClass<E>) => {
   }).pipe(
     HttpApiSchema.withEncoding({ kind: "Json", contentType: problemContentType }),
     Schema.annotations(HttpApiSchema.annotations({ status: spec.status }))
+  )
+}
+
+/** A problem answered on a raw socket, for an upgrade refused before any WebSocket exists. */
+export const rawProblem = (socket: NodeStream.Duplex, body: ProblemBody) => {
+  const text = JSON.stringify(body)
+  socket.end(
+    `HTTP/1.1 ${body.status} ${body.title}\r\ncontent-type: ${problemContentType}\r\n` +
+      `content-length: ${Buffer.byteLength(text)}\r\nconnection: close\r\n\r\n${text}`
   )
 }

@@ -1,0 +1,37 @@
+/**
+ * The terminals area. Two layers: `TerminalsKernelLive` (the open channels and the
+ * AccessRevocations port they fill) sits with the kernel's ports in src/App.ts, because member
+ * removal and suspension below the areas call it; `TerminalsLive` (tickets, terminals and the
+ * worker that closes a machine's terminals when it stops or is deleted) sits with the areas.
+ */
+import { Effect, Layer } from "effect"
+import { DomainEvents } from "../kernel/events/DomainEvents.js"
+import { revocationsLayer, TerminalChannels } from "./Channels.js"
+import { TerminalsRepo } from "./Repo.js"
+import { Terminals } from "./Terminals.js"
+
+export const TerminalsKernelLive = revocationsLayer.pipe(
+  Layer.provideMerge(TerminalChannels.layer),
+  Layer.provide(TerminalsRepo.layer)
+)
+
+/** A machine that stops or is deleted takes its terminals with it; svc's end closes every one. */
+const worker = Layer.scopedDiscard(Effect.gen(function*() {
+  const terminals = yield* Terminals
+  const channels = yield* TerminalChannels
+  const bus = yield* DomainEvents
+  yield* terminals.closeLeftOpen
+  const ends = yield* bus.subscribe((event) =>
+    event._tag === "MachineEvent" && (event.type === "machine.stopped" || event.type === "machine.deleted")
+  )
+  yield* Effect.forkScoped(Effect.forever(Effect.flatMap(ends.take, (event) =>
+    event._tag === "MachineEvent"
+      ? channels.closeMachine(event.machineId, event.type === "machine.deleted" ? "machine deleted" : "machine stopped")
+      : Effect.void)))
+  yield* Effect.addFinalizer(() => channels.closeAll("svc is shutting down"))
+}))
+
+export const TerminalsLive = worker.pipe(
+  Layer.provideMerge(Terminals.layer),
+  Layer.provide(TerminalsRepo.layer)
+)
