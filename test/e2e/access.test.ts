@@ -139,7 +139,7 @@ describe("authentication and access matrix", () => {
       assert.strictEqual((yield* me(`Bearer ${short.secret}`)).body.code, "invalid_api_key")
       const cookie = yield* request(server.url, "GET", "/v1/me", { headers: { cookie: "svc_session=forged" } })
       assert.strictEqual(cookie.body.code, "unauthenticated")
-    }))
+    }), { timeout: 120_000 }) // a simulated day runs every periodic worker's rounds (the meter's, the abuse guard's)
 
   it.scoped("X-Organization-ID: a key fixes the organization; a session must send it", () =>
     Effect.gen(function*() {
