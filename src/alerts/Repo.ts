@@ -71,6 +71,11 @@ const make = Effect.gen(function*() {
         db.all<{ at: number | null }>(`SELECT max(sent_at) AS at FROM alerts WHERE ${keyWhere}`, ...keyParams(key)),
         (rows) => rows[0]?.at ?? null
       ),
+    /** Alert mails waiting to be sent (the mail queue `/metrics` shows). */
+    pendingCount: Effect.map(
+      db.all<{ n: number }>("SELECT COUNT(*) AS n FROM alerts WHERE status = 'pending'"),
+      (rows) => Number(rows[0]?.n ?? 0)
+    ),
     nextDue: () =>
       Effect.map(
         db.all<{ at: number | null }>("SELECT min(next_attempt_at) AS at FROM alerts WHERE status = 'pending'"),

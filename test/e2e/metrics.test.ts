@@ -48,6 +48,7 @@ describe("metrics", () => {
       assert.strictEqual(sample(text, `svc_operations{kind="exec",status="succeeded"}`), 1)
       assert.strictEqual(sample(text, "svc_mailbox_open_operations"), 0)
       assert.strictEqual(sample(text, "svc_webhook_deliveries_pending"), 0)
+      assert.strictEqual(sample(text, "svc_alert_mails_pending"), 0)
       assert.isAtLeast(sample(text, "svc_accept_seconds_count") ?? 0, 2)
       assert.strictEqual(sample(text, `svc_accept_seconds_bucket{le="+Inf"}`), sample(text, "svc_accept_seconds_count"))
       assert.isAtLeast(sample(text, "svc_group_commit_batch_jobs_count") ?? 0, 2)
