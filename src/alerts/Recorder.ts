@@ -8,10 +8,10 @@
  * - auto_stop: the creator, when a stop for `auto_stop` or `idle_sleep` succeeded;
  * - abuse_stop: the creator and the organization's owners, when the abuse guard stopped it.
  */
-import { Clock, Effect, Option } from "effect"
+import { Effect, Option } from "effect"
 import { uuidv7 } from "../kernel/domain/Ids.js"
 import type { DomainEvent } from "../kernel/events/DomainEvents.js"
-import type { EventRecorder } from "../kernel/events/EventRecorders.js"
+import { eachEvent } from "../kernel/events/EventRecorders.js"
 import { Organizations } from "../organizations/Organizations.js"
 import type { MachineRow } from "../runtime/MachinesRepo.js"
 import { MachinesRepo } from "../runtime/MachinesRepo.js"
@@ -118,10 +118,5 @@ export const makeRecorder = Effect.gen(function*() {
       }
     })
 
-  const recorder: EventRecorder = (events) =>
-    Effect.flatMap(
-      Clock.currentTimeMillis,
-      (now) => Effect.forEach(events, (event) => recordOne(event, now), { discard: true })
-    )
-  return recorder
+  return eachEvent(recordOne)
 })

@@ -167,6 +167,8 @@ const make = Effect.gen(function*() {
     view,
     periodOf,
     forfeitTrial,
+    /** Ends the organization's plan: the rest of its balance expires (a ledger row) and the tier is cleared. */
+    endPlan,
     durably,
     update: (organizationId: string, settings: Settings) =>
       Effect.zipRight(

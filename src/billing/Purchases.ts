@@ -136,23 +136,6 @@ const make = Effect.gen(function*() {
       return typeof customer === "string" ? yield* repo.byCustomer(customer) : Option.none<string>()
     })
 
-  const endPlan = (account: AccountRow, now: number) =>
-    Effect.gen(function*() {
-      yield* accounts.post(account.organization_id, {
-        kind: "plan_expiry",
-        balance: "plan",
-        amount: -account.plan_micros,
-        description: `Plan ${account.plan_tier} ended`
-      })
-      yield* repo.update(account.organization_id, {
-        plan_tier: null,
-        plan_renews: 0,
-        plan_cancel_at_period_end: 0,
-        subscription_id: null,
-        updated_at: now
-      })
-    })
-
   /** Applies one verified event to its organization's account (inside the event's transaction). */
   const apply = (event: ProviderEvent, account: AccountRow, now: number) =>
     Effect.gen(function*() {
@@ -227,7 +210,7 @@ const make = Effect.gen(function*() {
         }
         case "customer.subscription.updated": {
           if (object.status === "canceled" || object.status === "incomplete_expired") {
-            return yield* endPlan(account, now)
+            return yield* billing.endPlan(account, now)
           }
           const item = object.items?.data?.[0]
           const start = millis(object.current_period_start ?? item?.current_period_start)
@@ -241,7 +224,7 @@ const make = Effect.gen(function*() {
           return
         }
         case "customer.subscription.deleted":
-          return yield* endPlan(account, now)
+          return yield* billing.endPlan(account, now)
         case "payment_intent.succeeded":
         case "payment_intent.payment_failed": {
           if (metadata.purpose !== "refill") return

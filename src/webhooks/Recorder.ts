@@ -5,11 +5,11 @@
  * is built now, from the rows as the transaction sees them: `data` is the resource (extensions.md
  * §20), and every attempt sends these bytes under the event's id.
  */
-import { Clock, Effect, Option } from "effect"
+import { Effect, Option } from "effect"
 import { AppConfig } from "../kernel/config/AppConfig.js"
 import { uuidv7 } from "../kernel/domain/Ids.js"
 import type { DomainEvent } from "../kernel/events/DomainEvents.js"
-import { type EventRecorder, recordable } from "../kernel/events/EventRecorders.js"
+import { eachEvent, recordable } from "../kernel/events/EventRecorders.js"
 import { iso } from "../kernel/http/Dto.js"
 import { machineDto } from "../machines/Dto.js"
 import { operationDto } from "../operations/Dto.js"
@@ -71,10 +71,5 @@ export const makeRecorder = Effect.gen(function*() {
       }
     })
 
-  const recorder: EventRecorder = (events) =>
-    Effect.flatMap(
-      Clock.currentTimeMillis,
-      (now) => Effect.forEach(events, (event) => recordOne(event, now), { discard: true })
-    )
-  return recorder
+  return eachEvent(recordOne)
 })

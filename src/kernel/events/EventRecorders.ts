@@ -7,11 +7,19 @@
  * A recorder must only write rows (no I/O, no waiting): the group commit of every request waits
  * for it. Its senders read the rows afterwards, woken by the bus (DomainEvents.deliver).
  */
-import { Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer } from "effect"
 import type { DomainEvent } from "./DomainEvents.js"
 
 /** Writes an area's rows for `events`, inside the caller's transaction. */
 export type EventRecorder = (events: ReadonlyArray<DomainEvent>) => Effect.Effect<void>
+
+/** A recorder from what it writes for one event, every event of a batch at the same time. */
+export const eachEvent =
+  (recordOne: (event: DomainEvent, now: number) => Effect.Effect<void>): EventRecorder => (events) =>
+    Effect.flatMap(
+      Clock.currentTimeMillis,
+      (now) => Effect.forEach(events, (event) => recordOne(event, now), { discard: true })
+    )
 
 export interface EventRecordersShape {
   readonly record: EventRecorder
