@@ -123,7 +123,8 @@ const make = Effect.gen(function*() {
 
   /**
    * Meters every machine with unmetered time by now (or only `machineId`: a stop); answers the
-   * organizations that became exhausted, whose machines the caller stops.
+   * organizations that became exhausted, whose machines the caller stops, and how many machines
+   * it looked at (none: nothing runs or stopped lately).
    */
   const run = (machineId: string | null = null) =>
     Effect.gen(function*() {
@@ -148,7 +149,7 @@ const make = Effect.gen(function*() {
         // Lets requests in between batches.
         yield* Effect.yieldNow()
       }
-      return exhausted
+      return { exhausted, machines: candidates.length }
     })
 
   return { run, intervalMs }

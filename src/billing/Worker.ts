@@ -3,8 +3,11 @@
  * drives it) and one at every machine stop, then the time rules, the stops of every exhausted
  * organization's machines (`stop_reason` `billing`; repeated stops of one boot are one stop, so a
  * crash between the charge and the stop only delays it to the next tick), and the refills due.
+ * With `SVC_BILLING=unlimited` there are no time rules: once nothing is left to meter the fiber
+ * waits for a machine to start instead of ticking, so an idle svc does no work.
  */
-import { Context, Effect, Layer, Schedule } from "effect"
+import { Context, Effect, Layer, Queue } from "effect"
+import { AppConfig } from "../kernel/config/AppConfig.js"
 import { type DomainEvent, DomainEvents } from "../kernel/events/DomainEvents.js"
 import { Machines } from "../machines/Machines.js"
 import { Billing } from "./Billing.js"
@@ -15,6 +18,7 @@ import { BillingRepo } from "./Repo.js"
 type Stopped = Extract<DomainEvent, { _tag: "MachineEvent" }>
 const isStop = (event: DomainEvent): event is Stopped =>
   event._tag === "MachineEvent" && event.type === "machine.stopped"
+const isStart = (event: DomainEvent) => event._tag === "MachineEvent" && event.type === "machine.ready"
 
 const make = Effect.gen(function*() {
   const meter = yield* Meter
@@ -23,6 +27,7 @@ const make = Effect.gen(function*() {
   const repo = yield* BillingRepo
   const bus = yield* DomainEvents
   const purchases = yield* Purchases
+  const timeRules = (yield* AppConfig).billing === "metered"
 
   const stopExhausted = (organizations: ReadonlyArray<string>) =>
     Effect.forEach(new Set(organizations), (organizationId) => machines.stopAll(organizationId, "billing"), {
@@ -34,22 +39,28 @@ const make = Effect.gen(function*() {
     const metered = yield* meter.run()
     const ruled = yield* billing.applyDueRules
     const still = yield* repo.exhaustedWithRunning()
-    yield* stopExhausted([...metered, ...ruled, ...still.map((row) => row.organization_id)])
+    yield* stopExhausted([...metered.exhausted, ...ruled, ...still.map((row) => row.organization_id)])
     yield* purchases.refillDue
+    return metered.machines
   })
 
-  const atStop = (event: Stopped) => Effect.flatMap(meter.run(event.machineId), stopExhausted)
+  const atStop = (event: Stopped) => Effect.flatMap(meter.run(event.machineId), (run) => stopExhausted(run.exhausted))
 
   const stops = yield* bus.subscribe(isStop)
+  const starts = yield* bus.subscribe(isStart)
   yield* Effect.forkScoped(
     Effect.forever(Effect.flatMap(stops.take, (event) => Effect.catchAllCause(atStop(event), Effect.logWarning)))
   )
-  yield* Effect.forkScoped(
-    Effect.repeat(
-      Effect.catchAllCause(tick, (cause) => Effect.logWarning("billing tick failed", cause)),
-      Schedule.spaced(meter.intervalMs)
+  const ticking = Effect.gen(function*() {
+    yield* Queue.takeAll(starts)
+    const machines = yield* Effect.catchAllCause(
+      tick,
+      (cause) => Effect.as(Effect.logWarning("billing tick failed", cause), 1)
     )
-  )
+    if (machines === 0 && !timeRules) yield* Queue.take(starts)
+    else yield* Effect.sleep(meter.intervalMs)
+  })
+  yield* Effect.forkScoped(Effect.forever(ticking))
   return { tick }
 })
 

@@ -108,5 +108,7 @@ export const makeAbuseGuard = Effect.gen(function*() {
     return summary
   })
 
-  return { settings, sample }
+  /** Whether some organization can be watched: no trial tier exists when billing is unlimited. */
+  const watchesAnyone = settings.scope === "all" || (settings.scope === "trial" && config.billing === "metered")
+  return { settings, sample, watchesAnyone }
 })
