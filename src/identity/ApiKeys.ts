@@ -2,6 +2,7 @@
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import { type Preset, presetAtMost, type Role, roleAllowed, Roles } from "../kernel/domain/Access.js"
 import * as ApiKeyText from "../kernel/domain/ApiKeyText.js"
+import { safeEqual } from "../kernel/crypto/Tokens.js"
 import { uuidv7 } from "../kernel/domain/Ids.js"
 import { InsufficientScope, InvalidApiKey, ResourceNotFound } from "../kernel/http/Errors.js"
 import { type ApiKeyRow, ApiKeysRepo } from "./ApiKeysRepo.js"
@@ -96,7 +97,7 @@ const make = Effect.gen(function*() {
         const keyId = ApiKeyText.parse(text)
         if (keyId === undefined) return yield* invalid("The API key is malformed")
         const row = yield* repo.findByKeyId(keyId)
-        if (Option.isNone(row) || row.value.secret_hash !== ApiKeyText.hash(text)) {
+        if (Option.isNone(row) || !safeEqual(row.value.secret_hash, ApiKeyText.hash(text))) {
           return yield* invalid("The API key is not known")
         }
         const now = yield* Clock.currentTimeMillis
