@@ -1,8 +1,8 @@
 /** API keys: minted for a member of an organization, shown once, stored as a hash. */
 import { Clock, Context, Effect, Layer, Option } from "effect"
+import { safeEqual } from "../kernel/crypto/Tokens.js"
 import { type Preset, presetAtMost, type Role, roleAllowed, Roles } from "../kernel/domain/Access.js"
 import * as ApiKeyText from "../kernel/domain/ApiKeyText.js"
-import { safeEqual } from "../kernel/crypto/Tokens.js"
 import { uuidv7 } from "../kernel/domain/Ids.js"
 import { InsufficientScope, InvalidApiKey, ResourceNotFound } from "../kernel/http/Errors.js"
 import { type ApiKeyRow, ApiKeysRepo } from "./ApiKeysRepo.js"
