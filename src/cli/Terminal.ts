@@ -1,51 +1,16 @@
 /**
- * `svc terminal MACHINE [-- COMMAND...]`: a terminal on a running machine (docs/terminals.md). The
- * machine is named by id or name; the server and key come from `--url`/`SVC_URL` and
- * `--api-key`/`SVC_API_KEY`. The local terminal is put in raw mode, so every key (Ctrl-C included)
- * goes to the machine; its window size follows the local one. Exits with the command's exit code,
- * 1 on an API error (its code printed), 255 when the connection ended without an exit.
+ * `svc terminal MACHINE [COMMAND...]`: a terminal on a running machine (docs/terminals.md). The
+ * machine is named by id or name; the server and key are every command's (src/cli/Connect.ts), and
+ * the ticket comes from the typed client. The local terminal is put in raw mode, so every key
+ * (Ctrl-C included) goes to the machine; its window size follows the local one. Exits with the
+ * command's exit code, 1 on an API error (its code printed), 255 when the connection ended without
+ * an exit.
  */
-import { Args, Command, Options } from "@effect/cli"
-import { Config, Effect, Option } from "effect"
+import { Args, Command } from "@effect/cli"
+import { Effect } from "effect"
 import { WebSocket } from "ws"
-import { uuidPattern } from "../kernel/domain/Ids.js"
-
-interface Target {
-  readonly url: string
-  readonly apiKey: string
-}
-
-class ApiFailure extends Error {}
-
-const call = async (target: Target, method: string, path: string, body?: unknown) => {
-  const response = await fetch(new URL(path, target.url), {
-    method,
-    headers: {
-      authorization: `Bearer ${target.apiKey}`,
-      ...(body === undefined ? {} : { "content-type": "application/json" })
-    },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) })
-  })
-  const answer = await response.json().catch(() => ({})) as Record<string, any>
-  if (!response.ok) {
-    throw new ApiFailure(`${response.status} ${answer.code ?? ""}: ${answer.detail ?? response.statusText}`)
-  }
-  return answer
-}
-
-/** The machine's id: `machine` itself when it is one, else the live machine of that name. */
-const machineId = async (target: Target, machine: string) => {
-  if (uuidPattern.test(machine)) return machine
-  let after: string | null = null
-  do {
-    const query: string = after === null ? "" : `&cursor=${encodeURIComponent(after)}`
-    const page = await call(target, "GET", `/v1/machines?limit=100${query}`)
-    const found = (page.items as Array<{ id: string; name: string }>).find((item) => item.name === machine)
-    if (found !== undefined) return found.id
-    after = page.next_cursor ?? null
-  } while (after !== null)
-  throw new ApiFailure(`no machine named ${machine}`)
-}
+import { CommandFailed } from "./Failure.js"
+import { machineArg, withMachine } from "./Machines.js"
 
 /** Relays between this terminal and the WebSocket; answers the command's exit code. */
 const relay = (url: string) =>
@@ -89,34 +54,21 @@ const relay = (url: string) =>
 export const terminal = Command.make(
   "terminal",
   {
-    machine: Args.text({ name: "MACHINE" }).pipe(Args.withDescription("the machine's id or name")),
-    command: Args.text({ name: "COMMAND" }).pipe(Args.repeated),
-    url: Options.text("url").pipe(Options.withFallbackConfig(Config.string("SVC_URL")), Options.optional),
-    apiKey: Options.text("api-key").pipe(Options.withFallbackConfig(Config.string("SVC_API_KEY")), Options.optional)
+    machine: machineArg,
+    command: Args.text({ name: "COMMAND" }).pipe(Args.repeated)
   },
   (flags) =>
     Effect.gen(function*() {
-      const target = {
-        url: Option.getOrElse(flags.url, () => "http://127.0.0.1:8080"),
-        apiKey: Option.getOrElse(flags.apiKey, () => "")
-      }
-      const code = yield* Effect.tryPromise({
-        try: async () => {
-          const id = await machineId(target, flags.machine)
-          const ticket = await call(target, "POST", `/v1/machines/${id}/terminals`, {
-            cols: process.stdout.columns ?? 80,
-            rows: process.stdout.rows ?? 24,
-            command: flags.command.length === 0 ? null : flags.command
-          })
-          return relay(ticket.url as string)
-        },
-        catch: (error) => error
-      }).pipe(Effect.catchAll((error) =>
-        Effect.sync(() => {
-          process.stderr.write(`svc: ${error instanceof Error ? error.message : String(error)}\n`)
-          return 1
-        })
-      ))
-      yield* Effect.sync(() => process.exit(code))
+      const { client, id } = yield* withMachine(flags.machine)
+      const ticket = yield* client.terminals.createTerminal({
+        path: { id },
+        payload: {
+          cols: process.stdout.columns ?? 80,
+          rows: process.stdout.rows ?? 24,
+          command: flags.command.length === 0 ? null : [...flags.command]
+        }
+      })
+      const code = yield* Effect.promise(() => relay(ticket.url))
+      if (code !== 0) return yield* new CommandFailed({ message: "", exitCode: code })
     })
 ).pipe(Command.withDescription("Open a terminal on a running machine (raw mode; exits with the command's code)"))
