@@ -1,5 +1,5 @@
 /**
- * An alert e-mail: one per member, type and machine, telling of every alert it coalesces, with the
+ * An alert e-mail: one per member, type and machine (or organization, for billing's), telling of every alert it coalesces, with the
  * one-click unsubscribe headers of RFC 8058 and the same link in the text.
  */
 import type { MailMessage } from "../kernel/mail/Mail.js"
@@ -34,7 +34,10 @@ export const alertMail = (
       "",
       ...lines,
       "",
-      `You get at most one such e-mail per machine every 10 minutes.`,
+      // Billing's alerts are the organization's, not a machine's (machine_id "").
+      alerts[0]?.machine_id === ""
+        ? "You get at most one such e-mail every 10 minutes."
+        : "You get at most one such e-mail per machine every 10 minutes.",
       `To stop these e-mails (${type}), open: ${unsubscribe}`
     ].join("\n"),
     headers: {

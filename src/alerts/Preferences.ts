@@ -1,9 +1,11 @@
 /**
  * Which alert types a member gets: their own choice where they made one, else the type's default;
  * nothing when the type cannot be sent on this server (mail off, no secret keys to sign the
- * unsubscribe link, or nothing produces it yet). Used by the routes, the recorder and the sender.
+ * unsubscribe link, or billing's types while billing is unlimited). Used by the routes, the recorder
+ * and the sender.
  */
 import { Effect } from "effect"
+import { AppConfig } from "../kernel/config/AppConfig.js"
 import { SecretBox } from "../kernel/crypto/SecretBox.js"
 import { Mail } from "../kernel/mail/Mail.js"
 import { AlertsRepo } from "./Repo.js"
@@ -22,7 +24,8 @@ export const makePreferences = Effect.gen(function*() {
   const repo = yield* AlertsRepo
   const mail = yield* Mail
   const box = yield* SecretBox
-  const available = (type: AlertType) => mail.available && box.available() && alertSpecs[type].produced
+  const metered = (yield* AppConfig).billing === "metered"
+  const available = (type: AlertType) => mail.available && box.available() && (metered || !alertSpecs[type].metered)
 
   const of = (organizationId: string, userId: string) =>
     Effect.map(repo.preferences(organizationId, userId), (rows): ReadonlyArray<AlertPreference> => {

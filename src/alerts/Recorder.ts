@@ -6,9 +6,12 @@
  * - machine_stop_failed: the machine's creator, when a stop failed (the requester of that stop, if
  *   someone else, still gets operation_failed);
  * - auto_stop: the creator, when a stop for `auto_stop` or `idle_sleep` succeeded;
- * - abuse_stop: the creator and the organization's owners, when the abuse guard stopped it.
+ * - abuse_stop: the creator and the organization's owners, when the abuse guard stopped it;
+ * - billing_exhausted, trial_ending: owners and billing members, from billing's notices (written in
+ *   the transaction that exhausted the balance or found the trial 3 days from its end).
  */
 import { Effect, Option } from "effect"
+import type { Role } from "../kernel/domain/Access.js"
 import { uuidv7 } from "../kernel/domain/Ids.js"
 import type { DomainEvent } from "../kernel/events/DomainEvents.js"
 import { eachEvent } from "../kernel/events/EventRecorders.js"
@@ -19,7 +22,7 @@ import type { OperationRow } from "../runtime/OperationsRepo.js"
 import { OperationsRepo } from "../runtime/OperationsRepo.js"
 import { makePreferences } from "./Preferences.js"
 import { AlertsRepo } from "./Repo.js"
-import { type AlertType, organizationRoles } from "./Types.js"
+import { type AlertType, billingRoles, organizationRoles } from "./Types.js"
 
 interface Cause {
   readonly type: AlertType
@@ -71,6 +74,24 @@ const causesOf = (operation: OperationRow, machine: MachineRow, owners: Readonly
   return causes
 }
 
+type BillingNotice = Extract<DomainEvent, { _tag: "BillingNotice" }>
+
+/** What owners and billing members are told of their organization's money. */
+const billingCause = (notice: BillingNotice, to: ReadonlyArray<string>): Cause =>
+  notice.type === "billing.exhausted"
+    ? {
+      type: "billing_exhausted",
+      to,
+      summary: "The organization's balance ran out: its running machines are being stopped, and machines cannot " +
+        "start until a payment or a grant adds to it."
+    }
+    : {
+      type: "trial_ending",
+      to,
+      summary: `The organization's trial ends at ${new Date(notice.at).toISOString()}; what is left of it is ` +
+        "forfeited then. Choose a plan or buy credit to keep machines running."
+    }
+
 export const makeRecorder = Effect.gen(function*() {
   const repo = yield* AlertsRepo
   const machines = yield* MachinesRepo
@@ -78,43 +99,59 @@ export const makeRecorder = Effect.gen(function*() {
   const organizations = yield* Organizations
   const preferences = yield* makePreferences
 
-  const ownersOf = (organizationId: string) =>
+  const membersWith = (organizationId: string, roles: ReadonlyArray<Role>) =>
     Effect.map(
       organizations.members(organizationId),
-      (members) => members.filter((m) => organizationRoles.includes(m.role)).map((m) => m.user_id)
+      (members) => members.filter((m) => roles.includes(m.role)).map((m) => m.user_id)
     )
+
+  /** One pending alert per recipient who is still a member and wants the type now. */
+  const write = (
+    organizationId: string,
+    cause: Cause,
+    about: { readonly machineId: string; readonly operationId: string | null },
+    now: number
+  ) =>
+    Effect.gen(function*() {
+      if (!preferences.available(cause.type)) return
+      for (const userId of cause.to) {
+        // A member who left, or who turned the type off, is not written to.
+        if (Option.isNone(yield* organizations.membership(organizationId, userId))) continue
+        if (!(yield* preferences.wants(organizationId, userId, cause.type))) continue
+        yield* repo.insert({
+          id: uuidv7(now),
+          organization_id: organizationId,
+          user_id: userId,
+          type: cause.type,
+          machine_id: about.machineId,
+          operation_id: about.operationId,
+          summary: cause.summary,
+          status: "pending",
+          attempt_count: 0,
+          created_at: now,
+          next_attempt_at: now,
+          sent_at: null,
+          last_error: null
+        })
+      }
+    })
 
   const recordOne = (event: DomainEvent, now: number) =>
     Effect.gen(function*() {
+      if (event._tag === "BillingNotice") {
+        const to = yield* membersWith(event.organizationId, billingRoles)
+        // The organization's own news: no machine (coalesced per organization, type and member).
+        return yield* write(event.organizationId, billingCause(event, to), { machineId: "", operationId: null }, now)
+      }
       // Only failures and stops can concern an alert: a succeeded exec costs no read.
       if (event._tag !== "OperationSettled" || (event.type === "operation.succeeded" && event.kind !== "stop")) return
       const operation = yield* operations.find(event.operationId)
       const machine = yield* machines.find(event.machineId)
       if (Option.isNone(operation) || Option.isNone(machine)) return
       const abuse = operation.value.stop_reason === "abuse" && operation.value.status === "succeeded"
-      const owners = abuse ? yield* ownersOf(event.organizationId) : []
+      const owners = abuse ? yield* membersWith(event.organizationId, organizationRoles) : []
       for (const cause of causesOf(operation.value, machine.value, owners)) {
-        if (!preferences.available(cause.type)) continue
-        for (const userId of cause.to) {
-          // A member who left, or who turned the type off, is not written to.
-          if (Option.isNone(yield* organizations.membership(event.organizationId, userId))) continue
-          if (!(yield* preferences.wants(event.organizationId, userId, cause.type))) continue
-          yield* repo.insert({
-            id: uuidv7(now),
-            organization_id: event.organizationId,
-            user_id: userId,
-            type: cause.type,
-            machine_id: event.machineId,
-            operation_id: event.operationId,
-            summary: cause.summary,
-            status: "pending",
-            attempt_count: 0,
-            created_at: now,
-            next_attempt_at: now,
-            sent_at: null,
-            last_error: null
-          })
-        }
+        yield* write(event.organizationId, cause, event, now)
       }
     })
 

@@ -99,7 +99,8 @@ export class AlertSender extends Context.Tag("svc/alerts/AlertSender")<AlertSend
       })
 
       const events = yield* bus.subscribe((event) =>
-        event._tag === "OperationSettled" && (event.type === "operation.failed" || event.kind === "stop")
+        (event._tag === "OperationSettled" && (event.type === "operation.failed" || event.kind === "stop")) ||
+        event._tag === "BillingNotice"
       )
       yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Queue.take(events), wake)))
       yield* Effect.forkScoped(Effect.forever(
@@ -108,7 +109,7 @@ export class AlertSender extends Context.Tag("svc/alerts/AlertSender")<AlertSend
             Effect.catchAllCause((cause) => Effect.as(Effect.logError("alert sender", cause), 1_000))
           )
           // A round that left due work (more than one batch) goes again at once. Nothing pending: only
-          // a settle can make an alert, and it wakes the sender (no timer to run through idle hours).
+          // a settle or billing's notice can make an alert, and it wakes the sender (no idle timer).
           if (sleep === undefined) yield* Queue.take(wakes)
           else if (sleep > 0) yield* Effect.raceFirst(Queue.take(wakes), Effect.sleep(Duration.millis(sleep)))
           yield* Queue.takeAll(wakes)

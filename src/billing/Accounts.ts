@@ -75,6 +75,7 @@ const make = Effect.gen(function*() {
     spend_month: "",
     credit_spent_micros: 0,
     exhausted_since: null,
+    trial_warned_at: null,
     card_verified_at: null,
     customer_id: null,
     plan_tier: null,

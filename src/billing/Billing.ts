@@ -14,6 +14,7 @@ import { Organizations } from "../organizations/Organizations.js"
 import { MachinesRepo } from "../runtime/MachinesRepo.js"
 import { Accounts } from "./Accounts.js"
 import { creditUsable, monthOf, onTrialRules, spendable, trialActive } from "./Money.js"
+import { makeNotices, trialWarningMillis } from "./Notices.js"
 import { type AccountRow, BillingRepo } from "./Repo.js"
 
 const day = 86_400_000
@@ -55,6 +56,7 @@ const make = Effect.gen(function*() {
   const audit = yield* AuditLog
   const machines = yield* MachinesRepo
   const organizations = yield* Organizations
+  const notices = yield* makeNotices
   const prices = accounts.prices
   const paymentsAvailable = accounts.metered && config.stripe !== undefined
 
@@ -183,7 +185,7 @@ const make = Effect.gen(function*() {
             ...(settings.spend_cap_micros !== undefined ? { spend_cap_micros: settings.spend_cap_micros } : {}),
             updated_at: now
           })
-          yield* accounts.settle(organizationId)
+          yield* notices.settle(organizationId)
         })),
         view(organizationId)
       ),
@@ -201,7 +203,7 @@ const make = Effect.gen(function*() {
           if (!accounts.metered) return
           const account = yield* accounts.ensure(organizationId)
           yield* forfeitTrial(account, yield* Clock.currentTimeMillis, "Trial ended by the organization")
-          yield* accounts.settle(organizationId)
+          yield* notices.settle(organizationId)
         })),
         view(organizationId)
       ),
@@ -272,7 +274,7 @@ const make = Effect.gen(function*() {
               description: `Credit granted: ${by.reason}`,
               reference: by.operator
             })
-            yield* accounts.settle(organizationId)
+            yield* notices.settle(organizationId)
             yield* audit.record({
               actor: by.operator,
               actorKind: "operator",
@@ -304,6 +306,7 @@ const make = Effect.gen(function*() {
             yield* repo.update(organizationId, {
               trial_ends_at: base + Math.round(days * day),
               trial_ended_at: null,
+              trial_warned_at: null,
               trial_total_micros: account.trial_total_micros + (grant.trial_micros ?? 0),
               updated_at: now
             })
@@ -314,7 +317,7 @@ const make = Effect.gen(function*() {
               description: `Trial granted: ${by.reason}`,
               reference: by.operator
             })
-            yield* accounts.settle(organizationId)
+            yield* notices.settle(organizationId)
             yield* audit.record({
               actor: by.operator,
               actorKind: "operator",
@@ -336,10 +339,17 @@ const make = Effect.gen(function*() {
     applyDueRules: Effect.gen(function*() {
       if (!accounts.metered) return []
       const now = yield* Clock.currentTimeMillis
-      const due = yield* repo.due(now)
+      const due = yield* repo.due(now, now + trialWarningMillis)
       const exhausted: Array<string> = []
       for (const account of due) {
         const newly = yield* durably(Effect.gen(function*() {
+          if (
+            account.trial_ended_at === null && account.paid_at === null && account.trial_warned_at === null &&
+            account.trial_ends_at > now
+          ) {
+            yield* repo.update(account.organization_id, { trial_warned_at: now, updated_at: now })
+            yield* notices.trialEnding(account.organization_id, account.trial_ends_at)
+          }
           if (account.trial_ended_at === null && account.trial_ends_at <= now) {
             yield* forfeitTrial(account, now, "Trial expired")
           }
@@ -349,7 +359,7 @@ const make = Effect.gen(function*() {
           ) {
             yield* endPlan(account, now)
           }
-          return yield* accounts.settle(account.organization_id)
+          return yield* notices.settle(account.organization_id)
         }))
         if (newly) exhausted.push(account.organization_id)
       }

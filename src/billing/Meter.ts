@@ -11,6 +11,7 @@ import { AppConfig } from "../kernel/config/AppConfig.js"
 import { GroupCommit } from "../kernel/sql/GroupCommit.js"
 import { Accounts } from "./Accounts.js"
 import { meter, monthOf, onTrialRules, permilleOf, split } from "./Money.js"
+import { makeNotices } from "./Notices.js"
 import { type AccountRow, BillingRepo, type MeterCandidate, type MeterWrite } from "./Repo.js"
 
 /** Organizations metered in one transaction (some 500 machines): bounds how long one batch holds the event loop. */
@@ -24,6 +25,7 @@ const make = Effect.gen(function*() {
   const config = yield* AppConfig
   const repo = yield* BillingRepo
   const accounts = yield* Accounts
+  const notices = yield* makeNotices
   const commit = yield* GroupCommit
   const prices = accounts.prices
   const intervalMs = (config.meterSeconds ?? 60) * 1000
@@ -116,7 +118,7 @@ const make = Effect.gen(function*() {
         const total = priced.reduce((sum, write) => sum + write.amount_micros, 0)
         const seconds = priced.reduce((sum, write) => sum + write.seconds, 0)
         if (total > 0) yield* charge(account, total, priced.map((write) => write.machine_id), seconds, now)
-        if (yield* accounts.settle(account.organization_id)) exhausted.push(account.organization_id)
+        if (yield* notices.settle(account.organization_id)) exhausted.push(account.organization_id)
       }
       return exhausted
     })

@@ -10,6 +10,7 @@ import { Accounts, isPlanTier } from "./Accounts.js"
 import { Billing } from "./Billing.js"
 import { BillingCustomerMissing, BillingUnavailable, PaymentMethodMissing, SubscriptionMissing } from "./Errors.js"
 import { monthOf } from "./Money.js"
+import { makeNotices } from "./Notices.js"
 import { Payments, type ProviderEvent, type Purpose } from "./Payments.js"
 import { type AccountRow, BillingRepo } from "./Repo.js"
 
@@ -43,6 +44,7 @@ const failuresToDisable = 3
 const make = Effect.gen(function*() {
   const payments = yield* Payments
   const accounts = yield* Accounts
+  const notices = yield* makeNotices
   const billing = yield* Billing
   const repo = yield* BillingRepo
   const organizations = yield* Organizations
@@ -267,7 +269,7 @@ const make = Effect.gen(function*() {
         // An event for an organization that is gone is recorded as seen and changes nothing.
         if (Option.isNone(yield* organizations.findById(organizationId.value))) return
         yield* apply(event, yield* accounts.ensure(organizationId.value), now)
-        yield* accounts.settle(organizationId.value)
+        yield* notices.settle(organizationId.value)
       }))
       return { received: true }
     }))

@@ -31,6 +31,7 @@ export interface AccountRow {
   readonly spend_month: string
   readonly credit_spent_micros: number
   readonly exhausted_since: number | null
+  readonly trial_warned_at: number | null
   readonly card_verified_at: number | null
   readonly customer_id: string | null
   readonly plan_tier: string | null
@@ -190,12 +191,15 @@ const make = Effect.gen(function*() {
         organizationId
       ),
     /** Accounts with a time rule that may be due by `now`: trial end, period end, refill, exhaustion. */
-    due: (now: number) =>
+    /** Accounts with a time rule due by `now`, or a trial ending by `warnUntil` whose owners are not yet told. */
+    due: (now: number, warnUntil: number = now) =>
       db.all<AccountRow>(
         `SELECT * FROM billing_accounts WHERE (trial_ended_at IS NULL AND trial_ends_at <= ?)
+          OR (trial_ended_at IS NULL AND trial_warned_at IS NULL AND trial_ends_at <= ?)
           OR (plan_period_end IS NOT NULL AND plan_period_end <= ?)
           OR (refill_enabled = 1 AND refill_pending IS NULL AND credit_micros < refill_threshold_micros)`,
         now,
+        warnUntil,
         now
       ),
     exhaustedWithRunning: () =>

@@ -57,6 +57,16 @@ export type DomainEvent =
     readonly operationId: string | null
     readonly organizationId: string
   }
+  | {
+    /**
+     * Billing's news for the organization's owners and billing members (e-mail alerts): its balance
+     * ran out, or its trial ends at `at` (told 3 days ahead). Recorded, never published on the bus.
+     */
+    readonly _tag: "BillingNotice"
+    readonly type: "billing.exhausted" | "billing.trial_ending"
+    readonly organizationId: string
+    readonly at: number
+  }
 
 export interface DomainEventsShape {
   /** `readable` and `deliver` at once: for events whose rows are on disk (or that have none). */

@@ -25,15 +25,18 @@ export interface EventRecordersShape {
   readonly record: EventRecorder
 }
 
-/** Whether an event can concern a recorder at all (operation output and progress never do). */
+/** Whether an event is a machine's that a recorder may keep (operation output and progress never are). */
 export const recordable = (event: DomainEvent) =>
   event._tag === "MachineEvent" || event._tag === "OperationSettled" || event._tag === "ResourceSettled"
+
+/** Whether an event can concern a recorder at all: a machine's, or billing's news. */
+const concernsRecorders = (event: DomainEvent) => recordable(event) || event._tag === "BillingNotice"
 
 export class EventRecorders extends Context.Tag("svc/events/EventRecorders")<EventRecorders, EventRecordersShape>() {
   /** The recorders, run one after the other; events that concern none cost a filter. */
   static readonly joining = (recorders: ReadonlyArray<EventRecorder>): EventRecordersShape => ({
     record: (events) => {
-      const kept = events.filter(recordable)
+      const kept = events.filter(concernsRecorders)
       if (kept.length === 0 || recorders.length === 0) return Effect.void
       return Effect.forEach(recorders, (recorder) => recorder(kept), { discard: true })
     }
