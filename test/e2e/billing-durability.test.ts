@@ -58,6 +58,18 @@ describe("billing durability", () => {
         })
         assert.strictEqual(refill.status, 200)
 
+        // The machines run and a tick has charged them before the burst (a loaded host starts them late).
+        const usageRows = () => {
+          const db = new Database(NodePath.join(dataDir, "svc.db"), { readonly: true })
+          try {
+            return (db.prepare("SELECT count(*) AS n FROM billing_ledger WHERE kind = 'usage'").get() as any)
+              .n as number
+          } finally {
+            db.close()
+          }
+        }
+        yield* eventually(Effect.sync(() => usageRows() > 0 ? true : undefined), 60_000)
+
         const events: Array<{ payload: string; header: string }> = []
         const answered: Array<number> = []
         const deliver = (event: { payload: string; header: string }) =>

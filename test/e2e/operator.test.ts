@@ -145,7 +145,7 @@ describe("operator", () => {
         const resumed = yield* operator("POST", `${path}/resume`, { json: { ...action, reason: "cleared" } })
         assert.deepStrictEqual(resumed.body, { organization_id: owner.organization_id, resumed: true })
         assert.strictEqual((yield* api("GET", `/v1/machines/${busy}`)).body.state, "stopped", "resume starts nothing")
-        assert.strictEqual((yield* api("GET", "/v1/limits")).body.status, "ok")
+        assert.strictEqual((yield* api("GET", "/v1/limits")).body.status, "active")
         const resumedAgain = yield* operator("POST", `${path}/resume`, { json: action })
         assert.deepStrictEqual(resumedAgain.body, { organization_id: owner.organization_id, resumed: false })
         const start = yield* api("POST", `/v1/machines/${busy}/start`)
