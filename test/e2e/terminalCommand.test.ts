@@ -8,10 +8,13 @@ import { Effect } from "effect"
 import * as NodeChild from "node:child_process"
 import { bin } from "../support/Binary.js"
 import { client } from "../support/Http.js"
-import { eventually, runningMachine } from "../support/Machines.js"
+import { eventually, realSleep, runningMachine } from "../support/Machines.js"
 import { startServer } from "../support/TestServer.js"
 
-const tmux = (...args: Array<string>) => NodeChild.execFileSync("tmux", args, { encoding: "utf8" })
+/** tmux on a socket of its own, so other tmux servers (and the CLI's tmux test) cannot meet it. */
+const socket = `svc-terminal-${process.pid}`
+const tmux = (...args: Array<string>) =>
+  NodeChild.execFileSync("tmux", ["-u", "-L", socket, ...args], { encoding: "utf8" })
 
 describe("svc terminal", () => {
   it.scopedLive("relays a raw terminal through tmux and exits with the command's code", () =>
@@ -36,17 +39,25 @@ describe("svc terminal", () => {
               "echo EXIT=$?; sleep 60"
           )
         ),
-        () => Effect.sync(() => void NodeChild.spawnSync("tmux", ["kill-session", "-t", session]))
+        () => Effect.sync(() => void NodeChild.spawnSync("tmux", ["-L", socket, "kill-server"]))
       )
       const pane = () => tmux("capture-pane", "-p", "-t", session)
-      const shows = (text: string) => eventually(Effect.sync(() => pane().includes(text) ? true : undefined), 60_000)
+      // A wait that ends in the pane's text, so a failure shows what the terminal showed.
+      const until = (seen: (text: string) => boolean, what: string) =>
+        eventually(Effect.sync(() => seen(pane()) ? true : undefined), 60_000).pipe(
+          Effect.catchAllDefect(() => Effect.dieMessage(`${what} never shown; the pane: ${JSON.stringify(pane())}`))
+        )
+      const shows = (text: string) => until((seen) => seen.includes(text), text)
       // The prompt of the machine's shell: ready for keys.
-      yield* eventually(Effect.sync(() => /[#$] ?$/m.test(pane()) ? true : undefined), 60_000)
+      yield* until((seen) => /[#$] ?$/m.test(seen), "the prompt")
       tmux("send-keys", "-t", session, "stty size; echo sum=$((6*7))", "Enter")
       yield* shows("sum=42")
       assert.include(pane(), "30 100")
       // Ctrl-C goes to the machine (raw mode), not to the CLI: the CLI stays, the sleep is interrupted.
-      tmux("send-keys", "-t", session, "sleep 100", "Enter")
+      // The sleep must be running (the terminal's foreground) before the key, or bash gets it first.
+      tmux("send-keys", "-t", session, "echo sleeping=$((2*3)); sleep 100", "Enter")
+      yield* shows("sleeping=6")
+      yield* realSleep(500)
       tmux("send-keys", "-t", session, "C-c")
       tmux("send-keys", "-t", session, "echo after=$?", "Enter")
       yield* shows("after=130")

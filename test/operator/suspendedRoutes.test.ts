@@ -31,6 +31,7 @@ describe("routes refused while suspended", () => {
       "POST /v1/machines/:id/restore",
       "POST /v1/machines/:id/ssh-keys",
       "POST /v1/machines/:id/start",
+      "POST /v1/machines/:id/terminals",
       "PUT /v1/machines/:id/internet"
     ])
   })
