@@ -5,6 +5,7 @@
  * close ends the terminal's session; an open terminal holds off idle sleep.
  */
 import { assert, describe, it } from "@effect/vitest"
+import Database from "better-sqlite3"
 import { Context, Effect, TestClock } from "effect"
 import { AccessRevocations } from "../../src/kernel/AccessRevocations.js"
 import { client } from "../support/Http.js"
@@ -26,6 +27,20 @@ const ticket = (api: Api, id: string, body: Record<string, unknown> = {}) =>
     assert.strictEqual(reply.status, 201, reply.text)
     return reply.body as { id: string; ticket: string; url: string; expires_at: string }
   })
+
+/** Until svc has recorded the terminal's end (its close is the machine's latest activity). */
+const closedOnServer = (databaseFile: string, terminalId: string) =>
+  eventually(Effect.sync(() => {
+    const db = new Database(databaseFile, { readonly: true })
+    try {
+      const row = db.prepare("SELECT closed_at FROM terminals WHERE id = ?").get(terminalId) as
+        | { closed_at: number | null }
+        | undefined
+      return row?.closed_at == null ? undefined : true
+    } finally {
+      db.close()
+    }
+  }))
 
 const stdout = (operation: any) => Buffer.from(operation.exec_result.stdout_base64, "base64").toString()
 
@@ -142,7 +157,7 @@ describe("terminals", () => {
     "a ticket expires after 60 s; an open terminal holds off idle sleep until it closes",
     () =>
       Effect.gen(function*() {
-        const { api } = yield* setup
+        const { api, server } = yield* setup
         const id = yield* runningMachine(api, "sleepy", { internet_access: false, idle_sleep_seconds: 30 })
 
         const late = yield* ticket(api, id)
@@ -155,7 +170,8 @@ describe("terminals", () => {
         yield* change(api, "POST", `/v1/machines/${id}/start`)
         yield* realSleep(300)
 
-        const shell = yield* mustOpen((yield* ticket(api, id)).url)
+        const shellTicket = yield* ticket(api, id)
+        const shell = yield* mustOpen(shellTicket.url)
         yield* TestClock.adjust("59 seconds")
         const open = yield* mustOpen((yield* ticket(api, id)).url)
         open.ws.close()
@@ -166,6 +182,8 @@ describe("terminals", () => {
 
         shell.ws.close()
         yield* shell.closed
+        // The clock moves only once svc has seen the close (under load it may come after the client's).
+        yield* closedOnServer(server.config.databaseFile, shellTicket.id)
         yield* realSleep(300)
         yield* TestClock.adjust("29 seconds")
         yield* realSleep(300)
