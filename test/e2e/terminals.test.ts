@@ -28,19 +28,24 @@ const ticket = (api: Api, id: string, body: Record<string, unknown> = {}) =>
     return reply.body as { id: string; ticket: string; url: string; expires_at: string }
   })
 
-/** Until svc has recorded the terminal's end (its close is the machine's latest activity). */
+/**
+ * Until svc has recorded the terminal's end (its close is the machine's latest activity): a session
+ * closed while its login shell still starts takes a moment to end, after the client saw the close.
+ */
 const closedOnServer = (databaseFile: string, terminalId: string) =>
-  eventually(Effect.sync(() => {
-    const db = new Database(databaseFile, { readonly: true })
-    try {
-      const row = db.prepare("SELECT closed_at FROM terminals WHERE id = ?").get(terminalId) as
-        | { closed_at: number | null }
-        | undefined
-      return row?.closed_at == null ? undefined : true
-    } finally {
-      db.close()
-    }
-  }))
+  eventually(
+    Effect.sync(() => {
+      const db = new Database(databaseFile, { readonly: true })
+      try {
+        const row = db.prepare("SELECT closed_at FROM terminals WHERE id = ?").get(terminalId) as
+          | { closed_at: number | null }
+          | undefined
+        return row?.closed_at == null ? undefined : true
+      } finally {
+        db.close()
+      }
+    })
+  )
 
 const stdout = (operation: any) => Buffer.from(operation.exec_result.stdout_base64, "base64").toString()
 
@@ -173,16 +178,17 @@ describe("terminals", () => {
         const shellTicket = yield* ticket(api, id)
         const shell = yield* mustOpen(shellTicket.url)
         yield* TestClock.adjust("59 seconds")
-        const open = yield* mustOpen((yield* ticket(api, id)).url)
+        const openTicket = yield* ticket(api, id)
+        const open = yield* mustOpen(openTicket.url)
         open.ws.close()
         yield* open.closed
+        yield* closedOnServer(server.config.databaseFile, openTicket.id)
         yield* TestClock.adjust("10 minutes")
         yield* realSleep(300)
         assert.strictEqual((yield* api("GET", `/v1/machines/${id}`)).body.state, "running")
 
         shell.ws.close()
         yield* shell.closed
-        // The clock moves only once svc has seen the close (under load it may come after the client's).
         yield* closedOnServer(server.config.databaseFile, shellTicket.id)
         yield* realSleep(300)
         yield* TestClock.adjust("29 seconds")
