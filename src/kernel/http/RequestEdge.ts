@@ -38,6 +38,25 @@ const discardInsteadOfReset = (request: HttpServerRequest.HttpServerRequest) => 
   }
 }
 
+/**
+ * A body declared larger than the limit is answered 413 without being parsed. Answered at once,
+ * the connection closes while the client still sends, and the client sees a reset (EPIPE) instead
+ * of the 413 that would tell it to send less (the CLI halves its chunks on it). Up to this size the
+ * body is read and thrown away first; beyond it, the client gets the reset.
+ */
+const drainUpTo = 64 * 1024 * 1024
+
+const drained = (request: HttpServerRequest.HttpServerRequest) =>
+  Effect.async<void>((resume) => {
+    const incoming = NodeHttpServerRequest.toIncomingMessage(request)
+    if (incoming.complete) return resume(Effect.void)
+    const done = () => resume(Effect.void)
+    incoming.once("end", done)
+    incoming.once("error", done)
+    incoming.once("close", done)
+    incoming.resume()
+  })
+
 const structural = /["\\[\]{}]/g
 
 /** Whether `text` nests arrays and objects at most `max` deep; one native scan for the few structural characters. */
@@ -207,9 +226,10 @@ export const edge =
       const declared = Number(request.headers["content-length"] ?? "0")
       const serve = Effect.suspend(() => {
         if (declared > maxBodyBytes) {
-          return Effect.succeed(
-            HttpServerResponse.setHeader(bodyTooLarge(maxBodyBytes), CORRELATION_HEADER, correlationId)
-          )
+          const answer = HttpServerResponse.setHeader(bodyTooLarge(maxBodyBytes), CORRELATION_HEADER, correlationId)
+          return declared <= Math.max(drainUpTo, maxBodyBytes)
+            ? Effect.as(drained(request), answer)
+            : Effect.succeed(answer)
         }
         if (request.headers["content-length"] === undefined) discardInsteadOfReset(request)
         if (request.method !== "GET" && request.method !== "HEAD") {
