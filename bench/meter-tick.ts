@@ -45,14 +45,17 @@ const measure = async (work: () => Promise<unknown>) => {
   }, 1)
   await sleep(2)
   last = performance.now()
+  const cpu = process.cpuUsage()
   const started = performance.now()
   await work()
   const ms = performance.now() - started
+  const used = process.cpuUsage(cpu)
   const allocated = process.memoryUsage().heapUsed - before.heap
   await sleep(2)
   clearInterval(timer)
   return {
     ms,
+    cpuMs: (used.user + used.system) / 1000,
     blockMs: longest,
     allocatedMiB: allocated / 2 ** 20,
     exact: gc !== undefined && collections === before.collections
@@ -119,7 +122,7 @@ const program = Effect.gen(function*() {
   }
   const plain = yield* Effect.promise(baseline)
   const show = (r: Awaited<ReturnType<typeof measure>>) =>
-    `${r.ms.toFixed(0)} ms, longest event-loop block ${r.blockMs.toFixed(0)} ms, ${
+    `${r.ms.toFixed(0)} ms (${r.cpuMs.toFixed(0)} ms of CPU), longest event-loop block ${r.blockMs.toFixed(0)} ms, ${
       r.allocatedMiB.toFixed(1)
     } MiB allocated${r.exact ? "" : " (a collection ran: a lower bound)"}`
   console.log(`meter tick, ${machineCount} running machines over ${organizationCount} organizations:`)
@@ -127,7 +130,9 @@ const program = Effect.gen(function*() {
   console.log(`baseline, ${machineCount} plain UPDATEs in one transaction:`)
   plain.forEach((r, i) => console.log(`  run ${i + 1}: ${show(r)}`))
   const best = (rs: typeof ticks) => Math.min(...rs.map((r) => r.ms))
+  const bestCpu = (rs: typeof ticks) => Math.min(...rs.map((r) => r.cpuMs))
   console.log(`ratio (best tick / best baseline): ${(best(ticks) / best(plain)).toFixed(2)}x`)
+  console.log(`ratio of CPU time (best tick / best baseline): ${(bestCpu(ticks) / bestCpu(plain)).toFixed(2)}x`)
 })
 
 Effect.runPromise(Effect.scoped(program)).then(() => process.exit(0), (error) => {
