@@ -106,9 +106,11 @@ const make = Effect.gen(function*() {
       const found = accounts.metered ? yield* repo.accountsOf(batch.map(([organizationId]) => organizationId)) : []
       const accountOf = new Map(found.map((account) => [account.organization_id, account]))
       const exhausted: Array<string> = []
-      const opened: Array<MeterWrite> = []
-      const moved: Array<MeterWrite> = []
-      const closing: Array<string> = []
+      const meters = {
+        opened: [] as Array<MeterWrite>,
+        continued: [] as Array<MeterWrite>,
+        reopened: [] as Array<MeterWrite>
+      }
       const entries: Array<Postings> = []
       for (const [organizationId, machines] of batch) {
         const account = accounts.metered
@@ -129,8 +131,8 @@ const make = Effect.gen(function*() {
           // The open usage row goes on while its hour, payer and size do; else it is closed and a new one opens.
           const goesOn = machine.open_hour === hour && machine.open_basis === basis &&
             machine.open_size === machine.size
-          if (!goesOn && (machine.open_seconds ?? 0) > 0) closing.push(machine.id)
-          ;(machine.metered_until === null ? opened : moved).push({
+          const list = machine.metered_until === null ? meters.opened : goesOn ? meters.continued : meters.reopened
+          list.push({
             organization_id: organizationId,
             machine_id: machine.id,
             size: machine.size,
@@ -152,7 +154,7 @@ const make = Effect.gen(function*() {
         if (charges.changed) entries.push(charges.entry)
         if (charges.exhausted) exhausted.push(organizationId)
       }
-      yield* repo.meterMany(opened, moved, closing)
+      yield* repo.meterMany(meters)
       yield* accounts.postMany(entries)
       return exhausted
     })

@@ -219,7 +219,7 @@ const meterColumns = [
   "carry"
 ] as const
 
-/** What a tick moves on a meter: not its machine nor its organization (indexed: each would cost an index write). */
+/** What a new open row sets on a meter: not its machine nor its organization (indexed: each would cost an index write). */
 const movedColumns = meterColumns.filter((column) => column !== "machine_id" && column !== "organization_id")
 
 const ledgerColumns = [
@@ -338,27 +338,36 @@ const make = Effect.gen(function*() {
         (pages) => pages.flat()
       ),
     /**
-     * A tick's metering of many machines: the open usage rows of `closing` machines (their hour,
-     * payer or size changed) moved to billing_usage, then each meter made (`opened`: the machine's
-     * first metering) or moved. Plain single-row statements in one loop (see `Prepared.runMany`).
+     * A tick's metering of many machines, in plain single-row statements run in one loop each (see
+     * `Prepared.runMany`): meters made (a machine's first metering); meters whose open usage row
+     * goes on (the same hour, payer and size: four columns move); meters that open a new row, the
+     * old one moved to billing_usage first.
      */
-    meterMany: (opened: ReadonlyArray<MeterWrite>, moved: ReadonlyArray<MeterWrite>, closing: ReadonlyArray<string>) =>
+    meterMany: (meters: {
+      readonly opened: ReadonlyArray<MeterWrite>
+      readonly continued: ReadonlyArray<MeterWrite>
+      readonly reopened: ReadonlyArray<MeterWrite>
+    }) =>
       Effect.all([
-        inChunks(closing, (chunk) =>
+        inChunks(meters.reopened, (chunk) =>
           db.run(
             `INSERT INTO billing_usage (${usageColumns}) SELECT ${usageColumns} FROM billing_meters
               WHERE machine_id IN (${chunk.map(() => "?").join(", ")}) AND seconds > 0
               ON CONFLICT (machine_id, hour_start, price_basis) DO UPDATE SET seconds = billing_usage.seconds +
               excluded.seconds, amount_micros = billing_usage.amount_micros + excluded.amount_micros`,
-            ...chunk
+            ...chunk.map((row) => row.machine_id)
           )),
         db.runMany(
           `INSERT INTO billing_meters (${meterColumns.join(", ")}) VALUES (${meterColumns.map(() => "?").join(", ")})`,
-          opened.map((row) => meterColumns.map((column) => row[column]))
+          meters.opened.map((row) => meterColumns.map((column) => row[column]))
+        ),
+        db.runMany(
+          `UPDATE billing_meters SET seconds = ?, amount_micros = ?, metered_until = ?, carry = ? WHERE machine_id = ?`,
+          meters.continued.map((row) => [row.seconds, row.amount_micros, row.metered_until, row.carry, row.machine_id])
         ),
         db.runMany(
           `UPDATE billing_meters SET ${movedColumns.map((column) => `${column} = ?`).join(", ")} WHERE machine_id = ?`,
-          moved.map((row) => [...movedColumns.map((column) => row[column]), row.machine_id])
+          meters.reopened.map((row) => [...movedColumns.map((column) => row[column]), row.machine_id])
         )
       ], { discard: true }),
     insertLedgerMany: (rows: ReadonlyArray<LedgerInsert>) =>
