@@ -35,6 +35,10 @@ export const spendable = (account: AccountRow, now: number) =>
     account.trial_micros + account.plan_micros + creditUsable(account, now) - account.minimum_balance_micros
   )
 
+/** When the account's balance ran out by `now` (kept from before, or `now`), or null while spendable is positive. */
+export const exhaustedSince = (account: AccountRow, now: number) =>
+  spendable(account, now) > 0 ? null : account.exhausted_since ?? now
+
 /**
  * How a charge is taken: trial first, then the plan's allowance, each while it lasts; the rest from
  * credit, which may go below zero (what ran is owed, and the next payment covers it first).

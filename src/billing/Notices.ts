@@ -34,6 +34,12 @@ export const makeNotices = Effect.gen(function*() {
             (now) => tell({ _tag: "BillingNotice", type: "billing.exhausted", organizationId, at: now })
           )
           : Effect.void),
+    /** The organization's balance has just run out (a caller that settles by itself, the meter). */
+    exhausted: (organizationId: string) =>
+      Effect.flatMap(
+        Clock.currentTimeMillis,
+        (now) => tell({ _tag: "BillingNotice", type: "billing.exhausted", organizationId, at: now })
+      ),
     /** The trial of the organization ends at `endsAt`. */
     trialEnding: (organizationId: string, endsAt: number) =>
       tell({ _tag: "BillingNotice", type: "billing.trial_ending", organizationId, at: endsAt })

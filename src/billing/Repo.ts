@@ -74,16 +74,26 @@ export interface LedgerRow {
   readonly created_at: number
 }
 
-/** A machine with running time not yet metered: running now, or stopped after its meter's mark. */
+/**
+ * A machine with running time not yet metered: running now, or stopped after its meter's mark; with
+ * its meter's mark, carried fraction and open usage row (null before its first metering).
+ */
 export interface MeterCandidate {
   readonly id: string
   readonly organization_id: string
   readonly size: MachineSize
-  readonly state: string
+  /** In a state whose time costs (running, stopping, restarting): true or 1. */
+  readonly runs: boolean | number
   readonly started_at: number
   readonly stopped_at: number | null
   readonly metered_until: number | null
   readonly carry: number | null
+  readonly open_hour: number | null
+  readonly open_basis: string | null
+  /** Whether the open row's size is the machine's (true or 1; null without an open row). */
+  readonly same_size: boolean | number | null
+  readonly open_seconds: number | null
+  readonly open_amount: number | null
 }
 
 export interface UsageRow {
@@ -115,29 +125,122 @@ export interface UsageLine {
   readonly amount_micros: number
 }
 
+/** A meter as a tick leaves it: its mark, its carried fraction and its open usage row (whole so far). */
 export interface MeterWrite extends UsageRow {
   readonly metered_until: number
   readonly carry: number
 }
 
-/** Rows per multi-row statement: few statement texts to keep prepared, few statements to run. */
+/** A ledger row and the balance it moves, for `postMany`. */
+export type LedgerInsert = Omit<LedgerRow, "seq">
+
+/** What a batch of charges moves on one account: each balance by a signed amount, and the spend and exhaustion. */
+export interface AccountCharge {
+  readonly organization_id: string
+  readonly trial: number
+  readonly plan: number
+  readonly credit: number
+  readonly spend_month: string
+  readonly credit_spent_micros: number
+  readonly exhausted_since: number | null
+  readonly updated_at: number
+}
+
+/** Values per `IN (...)` list: few statement texts to keep prepared, few statements to run. */
 const chunkSize = 64
 
-const values = (rows: number, columns: number) =>
-  Array.from({ length: rows }, () => `(${Array.from({ length: columns }, () => "?").join(", ")})`).join(", ")
-
-const inChunks = <A>(rows: ReadonlyArray<A>, write: (chunk: ReadonlyArray<A>) => Effect.Effect<number>) =>
-  Effect.forEach(
-    Array.from(
-      { length: Math.ceil(rows.length / chunkSize) },
-      (_, i) => rows.slice(i * chunkSize, (i + 1) * chunkSize)
-    ),
-    write,
-    { discard: true }
+const chunks = <A>(rows: ReadonlyArray<A>) =>
+  rows.length <= chunkSize ? [rows] : Array.from(
+    { length: Math.ceil(rows.length / chunkSize) },
+    (_, i) => rows.slice(i * chunkSize, (i + 1) * chunkSize)
   )
 
-/** States in which a machine's sandbox runs (and its time costs). */
-const runningStates = "('running', 'stopping', 'restarting')"
+const inChunks = <A>(rows: ReadonlyArray<A>, write: (chunk: ReadonlyArray<A>) => Effect.Effect<number>) =>
+  rows.length === 0 ? Effect.void : Effect.forEach(chunks(rows), write, { discard: true })
+
+/**
+ * A meter candidate's columns: the machine's, its meter's (none before its first metering). Tests
+ * answered as numbers rather than text columns: each text column read costs a string per machine.
+ */
+const candidateColumns = `m.id, m.organization_id, m.size, m.state IN ('running', 'stopping', 'restarting') AS runs,
+  m.started_at, m.stopped_at, b.metered_until, b.carry, b.hour_start AS open_hour, b.price_basis AS open_basis,
+  b.size = m.size AS same_size, b.seconds AS open_seconds,
+  b.amount_micros AS open_amount FROM machines m LEFT JOIN billing_meters b ON b.machine_id = m.id`
+
+/**
+ * Not running, yet time to meter: stopping or restarting (their time costs), or stopped after their
+ * meter's mark, or (never metered) stopped since `?`: a machine that ran between two ticks.
+ */
+const stoppedWithTime = `m.started_at IS NOT NULL AND m.state <> 'running' AND (m.state IN ('stopping', 'restarting')
+  OR (b.machine_id IS NOT NULL AND m.stopped_at > b.metered_until) OR (b.machine_id IS NULL AND m.stopped_at >= ?))`
+
+type CandidateValues = [
+  string,
+  string,
+  MachineSize,
+  boolean | number,
+  number,
+  number | null,
+  number | null,
+  number | null,
+  number | null,
+  string | null,
+  boolean | number | null,
+  number | null,
+  number | null
+]
+
+/** Rows read as arrays (see `Prepared.values`: a tick reads one per running machine), made candidates. */
+const toCandidates = (rows: ReadonlyArray<CandidateValues>) =>
+  rows.map((row): MeterCandidate => ({
+    id: row[0],
+    organization_id: row[1],
+    size: row[2],
+    runs: row[3],
+    started_at: row[4],
+    stopped_at: row[5],
+    metered_until: row[6],
+    carry: row[7],
+    open_hour: row[8],
+    open_basis: row[9],
+    same_size: row[10],
+    open_seconds: row[11],
+    open_amount: row[12]
+  }))
+
+const usageColumns =
+  "machine_id, hour_start, price_basis, organization_id, size, hourly_micros, multiplier_permille, seconds, amount_micros"
+
+/** A meter's columns: its machine, its open usage row, its mark and carried fraction. */
+const meterColumns = [
+  "machine_id",
+  "hour_start",
+  "price_basis",
+  "organization_id",
+  "size",
+  "hourly_micros",
+  "multiplier_permille",
+  "seconds",
+  "amount_micros",
+  "metered_until",
+  "carry"
+] as const
+
+/** What a new open row sets on a meter: not its machine nor its organization (indexed: each would cost an index write). */
+const movedColumns = meterColumns.filter((column) => column !== "machine_id" && column !== "organization_id")
+
+const ledgerColumns = [
+  "id",
+  "organization_id",
+  "kind",
+  "balance",
+  "amount_micros",
+  "balance_after_micros",
+  "description",
+  "machine_id",
+  "reference",
+  "created_at"
+] as const
 
 const make = Effect.gen(function*() {
   const db = yield* Prepared
@@ -208,66 +311,102 @@ const make = Effect.gen(function*() {
           (SELECT 1 FROM machines m WHERE m.organization_id = a.organization_id AND m.projected_state = 'running')`
       ),
     /**
-     * The machines with time to meter by `now`: running, or stopped after their meter's mark (or,
-     * never metered, stopped since `recentSince`: a machine that ran between two ticks).
+     * The machines with time to meter: every running one (through the partial index
+     * `machines_running`), then the others with time left (see `stoppedWithTime`).
      */
-    candidates: (recentSince: number, machineId: string | null) =>
-      db.all<MeterCandidate>(
-        `SELECT m.id, m.organization_id, m.size, m.state, m.started_at, m.stopped_at, b.metered_until, b.carry
-          FROM machines m LEFT JOIN billing_meters b ON b.machine_id = m.id
-          WHERE m.started_at IS NOT NULL AND (? IS NULL OR m.id = ?) AND (m.state IN ${runningStates}
-            OR (b.machine_id IS NOT NULL AND m.stopped_at > b.metered_until)
-            OR (b.machine_id IS NULL AND m.stopped_at >= ?))`,
-        machineId,
-        machineId,
-        recentSince
+    candidates: (recentSince: number) =>
+      Effect.map(
+        db.values<CandidateValues>(
+          `SELECT ${candidateColumns} WHERE m.state = 'running' AND m.started_at IS NOT NULL
+            UNION ALL SELECT ${candidateColumns} WHERE ${stoppedWithTime}`,
+          recentSince
+        ),
+        toCandidates
       ),
-    upsertMeter: (machineId: string, organizationId: string, meteredUntil: number, carry: number) =>
-      db.run(
-        `INSERT INTO billing_meters (machine_id, organization_id, metered_until, carry) VALUES (?, ?, ?, ?)
-          ON CONFLICT (machine_id) DO UPDATE SET metered_until = excluded.metered_until, carry = excluded.carry`,
-        machineId,
-        organizationId,
-        meteredUntil,
-        carry
+    /** One machine, if it has time to meter (its stop). */
+    candidate: (recentSince: number, machineId: string) =>
+      Effect.map(
+        db.values<CandidateValues>(
+          `SELECT ${candidateColumns} WHERE m.id = ? AND ((m.state = 'running' AND m.started_at IS NOT NULL)
+            OR ${stoppedWithTime})`,
+          machineId,
+          recentSince
+        ),
+        toCandidates
+      ),
+    /** The accounts of these organizations (those that have one). */
+    accountsOf: (organizationIds: ReadonlyArray<string>) =>
+      Effect.map(
+        Effect.forEach(
+          chunks(organizationIds),
+          (chunk) =>
+            db.all<AccountRow>(
+              `SELECT * FROM billing_accounts WHERE organization_id IN (${chunk.map(() => "?").join(", ")})`,
+              ...chunk
+            )
+        ),
+        (pages) => pages.flat()
       ),
     /**
-     * A tick's metering of many machines in a few statements: each machine's meter moved, and its
-     * seconds and amount added to its row for that hour.
+     * A tick's metering of many machines, in plain single-row statements run in one loop each (see
+     * `Prepared.runMany`): meters made (a machine's first metering); meters whose open usage row
+     * goes on (the same hour, payer and size: four columns move); meters that open a new row, the
+     * old one moved to billing_usage first.
      */
-    meterMany: (rows: ReadonlyArray<MeterWrite>) =>
-      Effect.zipRight(
-        inChunks(rows, (chunk) =>
+    meterMany: (meters: {
+      readonly opened: ReadonlyArray<MeterWrite>
+      readonly continued: ReadonlyArray<MeterWrite>
+      readonly reopened: ReadonlyArray<MeterWrite>
+    }) =>
+      Effect.all([
+        inChunks(meters.reopened, (chunk) =>
           db.run(
-            `INSERT INTO billing_meters (machine_id, organization_id, metered_until, carry) VALUES ${
-              values(chunk.length, 4)
-            } ON CONFLICT (machine_id) DO UPDATE SET metered_until = excluded.metered_until, carry = excluded.carry`,
-            ...chunk.flatMap((row) => [row.machine_id, row.organization_id, row.metered_until, row.carry])
-          )),
-        inChunks(rows, (chunk) =>
-          db.run(
-            `INSERT INTO billing_usage (machine_id, hour_start, price_basis, organization_id, size, hourly_micros,
-              multiplier_permille, seconds, amount_micros) VALUES ${values(chunk.length, 9)}
+            `INSERT INTO billing_usage (${usageColumns}) SELECT ${usageColumns} FROM billing_meters
+              WHERE machine_id IN (${chunk.map(() => "?").join(", ")}) AND seconds > 0
               ON CONFLICT (machine_id, hour_start, price_basis) DO UPDATE SET seconds = billing_usage.seconds +
               excluded.seconds, amount_micros = billing_usage.amount_micros + excluded.amount_micros`,
-            ...chunk.flatMap((row) => [
-              row.machine_id,
-              row.hour_start,
-              row.price_basis,
-              row.organization_id,
-              row.size,
-              row.hourly_micros,
-              row.multiplier_permille,
-              row.seconds,
-              row.amount_micros
-            ])
-          ))
+            ...chunk.map((row) => row.machine_id)
+          )),
+        db.runMany(
+          `INSERT INTO billing_meters (${meterColumns.join(", ")}) VALUES (${meterColumns.map(() => "?").join(", ")})`,
+          meters.opened.map((row) => meterColumns.map((column) => row[column]))
+        ),
+        db.runMany(
+          `UPDATE billing_meters SET seconds = ?, amount_micros = ?, metered_until = ?, carry = ? WHERE machine_id = ?`,
+          meters.continued.map((row) => [row.seconds, row.amount_micros, row.metered_until, row.carry, row.machine_id])
+        ),
+        db.runMany(
+          `UPDATE billing_meters SET ${movedColumns.map((column) => `${column} = ?`).join(", ")} WHERE machine_id = ?`,
+          meters.reopened.map((row) => [...movedColumns.map((column) => row[column]), row.machine_id])
+        )
+      ], { discard: true }),
+    insertLedgerMany: (rows: ReadonlyArray<LedgerInsert>) =>
+      db.runMany(
+        `INSERT INTO billing_ledger (${ledgerColumns.join(", ")}) VALUES (${ledgerColumns.map(() => "?").join(", ")})`,
+        rows.map((row) => ledgerColumns.map((column) => row[column]))
+      ),
+    /** Moves many accounts' balances (by signed amounts) and sets their spend and exhaustion. */
+    chargeMany: (rows: ReadonlyArray<AccountCharge>) =>
+      db.runMany(
+        `UPDATE billing_accounts SET trial_micros = trial_micros + ?, plan_micros = plan_micros + ?,
+          credit_micros = credit_micros + ?, spend_month = ?, credit_spent_micros = ?, exhausted_since = ?,
+          updated_at = ? WHERE organization_id = ?`,
+        rows.map((row) => [
+          row.trial,
+          row.plan,
+          row.credit,
+          row.spend_month,
+          row.credit_spent_micros,
+          row.exhausted_since,
+          row.updated_at,
+          row.organization_id
+        ])
       ),
     /** Per machine of the organization, usage of the hours that start in [since, until). */
     usageByMachine: (organizationId: string, since: number, until: number, machineId: string | null) =>
       db.all<UsageSum>(
         `SELECT u.machine_id, m.name, u.size, SUM(u.seconds) AS seconds, SUM(u.amount_micros) AS amount_micros
-          FROM billing_usage u LEFT JOIN machines m ON m.id = u.machine_id
+          FROM billing_usage_hours u LEFT JOIN machines m ON m.id = u.machine_id
           WHERE u.organization_id = ? AND u.hour_start >= ? AND u.hour_start < ? AND (? IS NULL OR u.machine_id = ?)
           GROUP BY u.machine_id, m.name, u.size ORDER BY u.machine_id`,
         organizationId,
@@ -280,7 +419,7 @@ const make = Effect.gen(function*() {
     usageLines: (organizationId: string, since: number, until: number) =>
       db.all<UsageLine>(
         `SELECT price_basis, size, hourly_micros, multiplier_permille, SUM(seconds) AS seconds,
-          SUM(amount_micros) AS amount_micros FROM billing_usage
+          SUM(amount_micros) AS amount_micros FROM billing_usage_hours
           WHERE organization_id = ? AND hour_start >= ? AND hour_start < ?
           GROUP BY price_basis, size, hourly_micros, multiplier_permille ORDER BY price_basis, size`,
         organizationId,

@@ -5,7 +5,7 @@
  * trial's restrictions, expiry and forfeit, and the ledger invariant throughout.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Option, TestClock } from "effect"
+import { Clock, Effect, Option, TestClock } from "effect"
 import { meter, split } from "../../src/billing/Money.js"
 import { defaultLimits } from "../../src/kernel/config/AppConfig.js"
 import { failureTag, newMachine, until } from "../support/Services.js"
@@ -101,6 +101,46 @@ describe("billing", () => {
       yield* s.meter.run()
       const after = yield* s.billing.usageRows(alice.organizationId, 0, Date.UTC(2100, 0), machine)
       assert.strictEqual(after[0]!.seconds, 52)
+    }))
+
+  it.scoped("the meter's open usage row closes at the hour: rows per hour, every second charged once", () =>
+    Effect.gen(function*() {
+      const s = yield* billingServices({ prices: cheapPrices({ trial: { total_micros: 1_000_000 } }) })
+      const alice = yield* s.owner("alice@example.com")
+      const machine = yield* runningMachine(s, alice, "one") // one micro a second
+      const startedAt = Option.getOrThrow(yield* s.repo.find(machine)).started_at!
+      // 70 minutes past the start, over an hour's end; the worker meters every minute meanwhile.
+      yield* TestClock.adjust("70 minutes")
+      yield* s.meter.run()
+      const now = yield* Clock.currentTimeMillis
+      const hour = 3_600_000
+      const firstHour = startedAt - (startedAt % hour)
+      const inHour = (start: number) =>
+        Effect.map(
+          s.billing.usageRows(alice.organizationId, start, start + hour, machine),
+          (rows) => rows[0]?.seconds ?? 0
+        )
+      const first = yield* inHour(firstHour)
+      const second = yield* inHour(firstHour + hour)
+      assert.isAbove(first, 0)
+      assert.isAbove(second, 0)
+      assert.strictEqual(first + second, Math.floor((now - startedAt) / 1000))
+      // The first hour's row was closed into billing_usage; the meter holds the second hour's.
+      const closed = yield* s.sql<{ hour_start: number; seconds: number }>`SELECT hour_start, seconds
+        FROM billing_usage WHERE machine_id = ${machine}`
+      assert.deepStrictEqual(closed.map((row) => [Number(row.hour_start), Number(row.seconds)]), [[firstHour, first]])
+      const open = yield* s.sql<{ hour_start: number; seconds: number }>`SELECT hour_start, seconds
+        FROM billing_meters WHERE machine_id = ${machine}`
+      assert.deepStrictEqual(open.map((row) => [Number(row.hour_start), Number(row.seconds)]), [[
+        firstHour + hour,
+        second
+      ]])
+      // Charged exactly what the usage rows say, and the ledger adds up.
+      const usage = yield* s.billing.usageRows(alice.organizationId, 0, Date.UTC(2100, 0), machine)
+      const invariant = yield* ledgerInvariant(s, alice.organizationId)
+      assert.deepStrictEqual(invariant.rows, invariant.balances)
+      assert.strictEqual(1_000_000 - invariant.balances.trial, usage[0]!.amount_micros)
+      assert.strictEqual(usage[0]!.amount_micros, first + second)
     }))
 
   it.scoped("exhaustion stops the machines with billing, refuses create and start with 402, a grant clears it", () =>

@@ -38,10 +38,24 @@ export type Param = string | number | bigint | Uint8Array | null | undefined
 export interface PreparedShape {
   /** The rows of a query (or of a write with RETURNING). */
   readonly all: <A>(sql: string, ...params: ReadonlyArray<Param>) => Effect.Effect<ReadonlyArray<A>>
+  /**
+   * The rows of a query as arrays of their columns' values, in the query's order: for long reads,
+   * where better-sqlite3's making of an object per row costs more than the query.
+   */
+  readonly values: <A extends ReadonlyArray<unknown>>(
+    sql: string,
+    ...params: ReadonlyArray<Param>
+  ) => Effect.Effect<ReadonlyArray<A>>
   /** The first row of a query, if any. */
   readonly first: <A>(sql: string, ...params: ReadonlyArray<Param>) => Effect.Effect<Option.Option<A>>
   /** Runs a write; answers how many rows it changed. */
   readonly run: (sql: string, ...params: ReadonlyArray<Param>) => Effect.Effect<number>
+  /**
+   * Runs one write once per parameter list, in one step (a tick's thousand updates): a prepared
+   * single-row statement run in a loop costs less than multi-row upserts or an effect per row.
+   * Answers how many rows it changed in all.
+   */
+  readonly runMany: (sql: string, rows: ReadonlyArray<ReadonlyArray<Param>>) => Effect.Effect<number>
   /** `INSERT INTO table (keys of row) VALUES (...)`. */
   readonly insert: (table: string, row: object) => Effect.Effect<void>
   /** `UPDATE table SET (keys of patch) WHERE id = id`; nothing for an empty patch. */
@@ -308,8 +322,24 @@ const make = (filename: string) =>
       runNow: (sql) =>
         void prepare(sql).run(),
       all: <A>(sql: string, ...params: ReadonlyArray<Param>) => direct(() => prepare(sql).all(...params) as Array<A>),
+      values: <A extends ReadonlyArray<unknown>>(sql: string, ...params: ReadonlyArray<Param>) =>
+        direct(() => {
+          const statement = prepare(sql).raw(true)
+          try {
+            return statement.all(...params) as Array<A>
+          } finally {
+            statement.raw(false)
+          }
+        }),
       first: (sql, ...params) => direct(() => Option.fromNullable(prepare(sql).get(...params) as any)),
       run: (sql, ...params) => direct(() => prepare(sql).run(...params).changes),
+      runMany: (sql, rows) =>
+        rows.length === 0 ? Effect.succeed(0) : direct(() => {
+          const statement = prepare(sql)
+          let changes = 0
+          for (const params of rows) changes += statement.run(...params).changes
+          return changes
+        }),
       insert: (table, row) =>
         direct(() => void prepare(insertText(table, Object.keys(row))).run(...Object.values(row))),
       updateById: (table, id, patch) => {

@@ -127,6 +127,30 @@ describe("Sqlite", () => {
       assert.isTrue(Option.isNone(yield* prepared.first("SELECT v FROM t WHERE id = ?", 9)))
     }).pipe(Effect.provide(Sqlite.layer(":memory:"))))
 
+  it.effect("runMany runs one write per parameter list in the fiber's transaction; values answers rows as arrays", () =>
+    Effect.gen(function*() {
+      const { prepared, sql } = yield* withTable
+      const insert = "INSERT INTO t (id, v) VALUES (?, ?)"
+      assert.strictEqual(yield* prepared.runMany(insert, [[1, "a"], [2, "b"], [3, "c"]]), 3)
+      assert.strictEqual(yield* prepared.runMany(insert, []), 0)
+      // Rolled back with the transaction it ran in, the later rows with the failing one.
+      const failed = yield* Effect.exit(sql.withTransaction(prepared.runMany(insert, [[4, "d"], [1, "again"]])))
+      assert.isTrue(Exit.isFailure(failed))
+      const update = "UPDATE t SET v = ? WHERE id = ?"
+      assert.strictEqual(yield* prepared.runMany(update, [["x", 1], ["y", 3], ["z", 9]]), 2)
+      assert.deepStrictEqual(yield* prepared.values<[number, string]>("SELECT id, v FROM t ORDER BY id"), [
+        [1, "x"],
+        [2, "b"],
+        [3, "y"]
+      ])
+      // The statement is back to objects for everyone else.
+      assert.deepStrictEqual(yield* prepared.all("SELECT id, v FROM t ORDER BY id"), [
+        { id: 1, v: "x" },
+        { id: 2, v: "b" },
+        { id: 3, v: "y" }
+      ])
+    }).pipe(Effect.provide(Sqlite.layer(":memory:"))))
+
   it.effect("a statement's stream yields its rows, and other statements may run while it is consumed", () =>
     Effect.gen(function*() {
       const { sql } = yield* withTable
