@@ -366,6 +366,19 @@ const make = Effect.gen(function*() {
       return exhausted
     }),
 
+    /**
+     * Each member's usage this UTC month: the running time of the machines they created, priced
+     * (`MemberDto.usage_this_month`); members without any are absent.
+     */
+    usageThisMonthByMember: (organizationId: string) =>
+      Effect.gen(function*() {
+        const { since, until } = monthBounds(yield* Clock.currentTimeMillis)
+        const rows = yield* repo.usageByCreator(organizationId, since, until)
+        return new Map(
+          rows.map((row) => [row.user_id, { cost_micros: Number(row.amount_micros), seconds: Number(row.seconds) }])
+        )
+      }),
+
     /** What the credit balance may still pay this month (for the DTO). */
     creditUsable
   }

@@ -415,6 +415,17 @@ const make = Effect.gen(function*() {
         machineId,
         machineId
       ),
+    /** Per creator of the organization's machines, usage of the hours that start in [since, until). */
+    usageByCreator: (organizationId: string, since: number, until: number) =>
+      db.all<{ user_id: string; seconds: number; amount_micros: number }>(
+        `SELECT m.created_by AS user_id, SUM(u.seconds) AS seconds, SUM(u.amount_micros) AS amount_micros
+          FROM billing_usage_hours u JOIN machines m ON m.id = u.machine_id
+          WHERE u.organization_id = ? AND u.hour_start >= ? AND u.hour_start < ?
+          GROUP BY m.created_by`,
+        organizationId,
+        since,
+        until
+      ),
     /** The invoice's lines: per price basis and size used in [since, until). */
     usageLines: (organizationId: string, since: number, until: number) =>
       db.all<UsageLine>(

@@ -1,6 +1,7 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Option } from "effect"
 import { Api } from "../Api.js"
+import { Billing } from "../billing/Billing.js"
 import { Accounts } from "../identity/Accounts.js"
 import { Sessions } from "../identity/Sessions.js"
 import { currentCredential, currentOrganization, currentUser } from "../kernel/http/CallerContext.js"
@@ -26,15 +27,22 @@ const currentInvitee = Effect.gen(function*() {
   return { userId: user.id, sessionId: credential.id }
 })
 
-/** Usage is zero until metering exists. */
-const memberDto = (member: MemberWithEmail & { readonly running_machines: number }) => ({
+interface Usage {
+  readonly cost_micros: number
+  readonly seconds: number
+}
+
+const noUsage: Usage = { cost_micros: 0, seconds: 0 }
+
+/** `usage` is the member's this month (billing's meter); only the list reads it. */
+const memberDto = (member: MemberWithEmail & { readonly running_machines: number }, usage: Usage = noUsage) => ({
   user_id: member.user_id,
   email: member.email,
   role: member.role,
   joined_at: iso(member.joined_at),
   max_running_machines: member.max_running_machines,
   running_machines: member.running_machines,
-  usage_this_month: { cost_micros: 0, seconds: 0 }
+  usage_this_month: usage
 })
 
 const invitationDto = (row: InvitationRow) => ({
@@ -53,12 +61,15 @@ export const MembersHandlers = HttpApiBuilder.group(Api, "members", (handlers) =
     const sessions = yield* Sessions
     const organizations = yield* Organizations
     const members = yield* Members
+    const billing = yield* Billing
     const deletion = yield* OrganizationDeletion
     return handlers
       .handle("list", () =>
         Effect.gen(function*() {
           const organization = yield* currentOrganization
-          return { items: (yield* organizations.members(organization.id)).map(memberDto) }
+          const usage = yield* billing.usageThisMonthByMember(organization.id)
+          const list = yield* organizations.members(organization.id)
+          return { items: list.map((member) => memberDto(member, usage.get(member.user_id))) }
         }))
       .handle("update", ({ path, payload }) =>
         Effect.flatMap(currentActor, (actor) =>

@@ -66,6 +66,10 @@ describe("billing", () => {
       assert.strictEqual(rows[0]!.amount_micros, 40) // 14,400 an hour: 4 a second
       // Nothing is charged: no account, no ledger.
       assert.strictEqual((yield* s.billing.ledger(alice.organizationId, 50, null)).items.length, 0)
+      // The member list's usage this month: the machines each member created, priced at list prices.
+      const byMember = yield* s.billing.usageThisMonthByMember(alice.organizationId)
+      assert.deepStrictEqual(byMember.get(alice.userId), { cost_micros: 40, seconds: 10 })
+      assert.strictEqual(byMember.size, 1)
     }))
 
   it.scoped("metered: the trial grant, charges per tick with the fraction carried, the ledger adds up", () =>
