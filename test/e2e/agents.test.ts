@@ -5,40 +5,17 @@
  * (`machineNetwork.hostPorts`: the host's loopback is otherwise closed to them). Live clock.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Redacted, TestClock } from "effect"
+import { Effect, TestClock } from "effect"
 import * as NodeCrypto from "node:crypto"
 import { beforeAll } from "vitest"
-import { finishedTurn as finishedTurnWithin, installTestAgents, prompt, testAgentsDir } from "../support/Agents.js"
+import { claudeMachine, finishedTurn as finishedTurnWithin, installTestAgents, prompt } from "../support/Agents.js"
 import { client } from "../support/Http.js"
 import { type Api, change, decode, eventually, readEvents, runningMachine, sh } from "../support/Machines.js"
-import { anthropicServer } from "../support/ModelServers.js"
 import { startServer } from "../support/TestServer.js"
 
 beforeAll(() => installTestAgents(), 10 * 60_000)
 
-const secretKeys = { kind: "given" as const, keys: [Redacted.make(NodeCrypto.randomBytes(32))] }
-
-const setup = Effect.gen(function*() {
-  const model = yield* anthropicServer
-  const server = yield* startServer({
-    runtime: "sandbox",
-    secretKeys,
-    agentsDir: testAgentsDir,
-    maxBodyBytes: 24 * 1024 * 1024,
-    machineNetwork: { lan: false, hostPorts: [model.port] }
-  })
-  const owner = yield* server.bootstrap("agents@example.com")
-  const api = client(server.url, { key: owner.api_key })
-  const environment = yield* api("POST", "/v1/environments", {
-    json: { name: "keys", variables: { ANTHROPIC_BASE_URL: model.machineUrl, ANTHROPIC_API_KEY: "sk-ant-test" } }
-  })
-  assert.strictEqual(environment.status, 201, environment.text)
-  const machineId = yield* runningMachine(api, "agents", {
-    environment_id: environment.body.id,
-    internet_access: true
-  })
-  return { model, server, api, machineId, auth: { authorization: `Bearer ${owner.api_key}` } }
-})
+const setup = claudeMachine({ maxBodyBytes: 24 * 1024 * 1024 })
 
 const finishedTurn = (api: Api, machineId: string, conversationId: string, turnId: string) =>
   finishedTurnWithin(api, machineId, conversationId, turnId, 90_000)

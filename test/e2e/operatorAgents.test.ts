@@ -7,14 +7,11 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Option, Redacted } from "effect"
-import * as NodeCrypto from "node:crypto"
 import { beforeAll } from "vitest"
-import { installTestAgents, prompt, testAgentsDir } from "../support/Agents.js"
+import { claudeMachine, installTestAgents, prompt } from "../support/Agents.js"
 import { client } from "../support/Http.js"
-import { eventually, runningMachine, settled } from "../support/Machines.js"
-import { anthropicServer } from "../support/ModelServers.js"
+import { eventually, settled } from "../support/Machines.js"
 import { mustOpen, openTerminal } from "../support/Terminals.js"
-import { startServer } from "../support/TestServer.js"
 
 beforeAll(() => installTestAgents(), 10 * 60_000)
 
@@ -25,23 +22,8 @@ describe("suspension with running work", () => {
     "suspension ends a running agent turn, a running exec and an open terminal",
     () =>
       Effect.gen(function*() {
-        const model = yield* anthropicServer
-        const server = yield* startServer({
-          runtime: "sandbox",
-          secretKeys: { kind: "given", keys: [Redacted.make(NodeCrypto.randomBytes(32))] },
-          agentsDir: testAgentsDir,
-          machineNetwork: { lan: false, hostPorts: [model.port] },
+        const { api, machineId, model, owner, server } = yield* claudeMachine({
           operatorToken: Option.some(Redacted.make(token))
-        })
-        const owner = yield* server.bootstrap("agents@example.com")
-        const api = client(server.url, { key: owner.api_key })
-        const environment = yield* api("POST", "/v1/environments", {
-          json: { name: "keys", variables: { ANTHROPIC_BASE_URL: model.machineUrl, ANTHROPIC_API_KEY: "sk-ant-test" } }
-        })
-        assert.strictEqual(environment.status, 201, environment.text)
-        const machineId = yield* runningMachine(api, "agents", {
-          environment_id: environment.body.id,
-          internet_access: true
         })
 
         const turn = yield* prompt(api, machineId, { provider: "claude_code", text: "HANG" })

@@ -3,12 +3,17 @@
  * repository (`$SVC_TEST_AGENTS_DIR`, default `$HOME/.cache/svc-test-agents`) with the same code as
  * `svc agents install`, and reused across runs. Test files running at once wait on a lock folder.
  */
-import { Effect } from "effect"
+import { Effect, Redacted } from "effect"
+import * as NodeCrypto from "node:crypto"
 import * as NodeFs from "node:fs"
 import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
 import { ensureInstalled } from "../../src/agents/providers/Tools.js"
-import { type Api, eventually } from "./Machines.js"
+import type { AppConfigShape } from "../../src/kernel/config/AppConfig.js"
+import { client } from "./Http.js"
+import { type Api, eventually, runningMachine } from "./Machines.js"
+import { anthropicServer } from "./ModelServers.js"
+import { startServer } from "./TestServer.js"
 
 export const testAgentsDir = process.env.SVC_TEST_AGENTS_DIR ??
   NodePath.join(NodeOs.homedir(), ".cache", "svc-test-agents")
@@ -60,3 +65,30 @@ export const finishedTurn = (api: Api, machineId: string, conversationId: string
     ),
     timeoutMs
   )
+
+/**
+ * A sandbox server whose machines may reach a scripted Anthropic server on the host, an owner, and
+ * a running machine whose environment points `claude` at it (what the agent tests start from).
+ */
+export const claudeMachine = (overrides: Partial<AppConfigShape> = {}) =>
+  Effect.gen(function*() {
+    const model = yield* anthropicServer
+    const server = yield* startServer({
+      runtime: "sandbox",
+      secretKeys: { kind: "given", keys: [Redacted.make(NodeCrypto.randomBytes(32))] },
+      agentsDir: testAgentsDir,
+      machineNetwork: { lan: false, hostPorts: [model.port] },
+      ...overrides
+    })
+    const owner = yield* server.bootstrap("agents@example.com")
+    const api = client(server.url, { key: owner.api_key })
+    const environment = yield* api("POST", "/v1/environments", {
+      json: { name: "keys", variables: { ANTHROPIC_BASE_URL: model.machineUrl, ANTHROPIC_API_KEY: "sk-ant-test" } }
+    })
+    if (environment.status !== 201) return yield* Effect.dieMessage(`environment: ${environment.text}`)
+    const machineId = yield* runningMachine(api, "agents", {
+      environment_id: environment.body.id,
+      internet_access: true
+    })
+    return { model, server, owner, api, machineId, auth: { authorization: `Bearer ${owner.api_key}` } }
+  })
