@@ -41,7 +41,7 @@ import { SnapshotsRepo } from "./snapshots/store/SnapshotsRepo.js"
 import { SnapshotStore } from "./snapshots/store/SnapshotStore.js"
 import { SnapshotWork } from "./snapshots/store/SnapshotWork.js"
 import { TerminalsKernelLive, TerminalsLive } from "./terminals/Live.js"
-import { webhookRecorder, WebhooksLive } from "./webhooks/Live.js"
+import { webhookRecorder, WebhookRecordingsLive, WebhooksLive } from "./webhooks/Live.js"
 
 /** The kernel's stores and ports over the database the configuration names. */
 const KernelLive = Layer.mergeAll(
@@ -76,7 +76,7 @@ export const IdentityLive = IdentityAreaLive.pipe(
 const OutboxRecordersLive = Layer.effect(
   EventRecorders,
   Effect.map(Effect.all([webhookRecorder, alertRecorder]), EventRecorders.joining)
-)
+).pipe(Layer.provideMerge(WebhookRecordingsLive))
 
 /**
  * The machine runtime over `driver`: the event bus, the group commit and the supervisor whose

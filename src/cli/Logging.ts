@@ -14,6 +14,29 @@ export const logFormat = Config.literal(...logFormats)("SVC_LOG_FORMAT").pipe(
   Config.withDefault<LogFormat>(process.stderr.isTTY ? "pretty" : "json")
 )
 
+/**
+ * Log lines are written to stderr once per turn of the event loop, together: a busy server pays one
+ * write for many lines rather than one each (stderr is a pipe or journald's socket, written
+ * synchronously). The lines of the turn in progress are written at exit; a kill -9 loses at most them.
+ */
+let pending = ""
+
+export const flushLogs = () => {
+  if (pending === "") return
+  const lines = pending
+  pending = ""
+  process.stderr.write(lines)
+}
+
+process.on("exit", flushLogs)
+
+const writeLine = (line: string) => {
+  if (pending === "") setImmediate(flushLogs)
+  pending += line + "\n"
+  // A burst is not held back beyond 64 KiB.
+  if (pending.length > 65_536) flushLogs()
+}
+
 const paint = (colors: boolean, code: string, text: string) => (colors ? `\x1b[${code}m${text}\x1b[0m` : text)
 
 const levelColor = (level: LogLevel.LogLevel) =>
@@ -50,7 +73,7 @@ export const prettyLogger = (colors: boolean) =>
       ...fields
     ].join(" ")
     const failure = Cause.isEmpty(cause) ? "" : "\n  " + Cause.pretty(cause).split("\n").join("\n  ")
-    process.stderr.write(line + failure + "\n")
+    writeLine(line + failure)
   })
 
 export const loggerFor = (format: LogFormat): Logger.Logger<unknown, void> => {
@@ -58,8 +81,8 @@ export const loggerFor = (format: LogFormat): Logger.Logger<unknown, void> => {
     case "pretty":
       return prettyLogger(process.stderr.isTTY === true)
     case "json":
-      return Logger.withConsoleError(Logger.jsonLogger)
+      return Logger.map(Logger.jsonLogger, writeLine)
     case "logfmt":
-      return Logger.withConsoleError(Logger.logfmtLogger)
+      return Logger.map(Logger.logfmtLogger, writeLine)
   }
 }

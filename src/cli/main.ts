@@ -9,7 +9,7 @@ import { agent } from "./Agent.js"
 import { agents } from "./Agents.js"
 import { endingOf } from "./Failure.js"
 import { files } from "./Files.js"
-import { logFormat, loggerFor } from "./Logging.js"
+import { flushLogs, logFormat, loggerFor } from "./Logging.js"
 import { login, logout } from "./Login.js"
 import { machines } from "./Machines.js"
 import { ops } from "./Operations.js"
@@ -57,6 +57,7 @@ const endRemote = <A, E, R>(self: Effect.Effect<A, E, R>) =>
   Effect.catchIf(self, (error) => endingOf(error) !== undefined, (error) =>
     Effect.sync(() => {
       const ending = endingOf(error)!
+      flushLogs()
       for (const line of ending.lines) process.stderr.write(line + "\n")
       process.exitCode = ending.exitCode
     }))
@@ -87,6 +88,7 @@ Effect.gen(function*() {
   // A malformed setting, a data dir in use or a port in use stops the start with one line.
   Effect.catchIf((error) => startRefusal(error) !== undefined, (error) =>
     Effect.sync(() => {
+      flushLogs()
       process.stderr.write(startRefusal(error) + "\n")
       process.exit(1)
     })),

@@ -15,12 +15,14 @@ import { machineDto } from "../machines/Dto.js"
 import { operationDto } from "../operations/Dto.js"
 import { MachinesRepo } from "../runtime/MachinesRepo.js"
 import { OperationsRepo } from "../runtime/OperationsRepo.js"
+import { RecordedDeliveries } from "./Recorded.js"
 import { WebhooksRepo } from "./Repo.js"
 
 const notQueued = () => undefined
 
 export const makeRecorder = Effect.gen(function*() {
   const repo = yield* WebhooksRepo
+  const recorded = yield* RecordedDeliveries
   const machines = yield* MachinesRepo
   const operations = yield* OperationsRepo
   const toMachine = machineDto((yield* AppConfig).baseUrl)
@@ -50,6 +52,7 @@ export const makeRecorder = Effect.gen(function*() {
       if (Option.isNone(data)) return
       const eventId = uuidv7(now)
       const body = JSON.stringify({ type: event.type, timestamp: iso(now), data: data.value })
+      recorded.mark()
       for (const endpoint of endpoints) {
         yield* repo.insertDelivery({
           id: uuidv7(now),

@@ -21,6 +21,7 @@ import { recordable } from "../kernel/events/EventRecorders.js"
 import { Outbound } from "../kernel/http/Outbound.js"
 import { GroupCommit } from "../kernel/sql/GroupCommit.js"
 import { nextAttemptAfter, truncateError } from "./Events.js"
+import { RecordedDeliveries } from "./Recorded.js"
 import { type AttemptPatch, type DueDelivery, WebhooksRepo } from "./Repo.js"
 import { signedHeaders } from "./Signature.js"
 
@@ -201,8 +202,12 @@ export class WebhookSender extends Context.Tag("svc/webhooks/WebhookSender")<Web
         if (retry) yield* wake
       })
 
+      // An event wakes the sender once its transaction wrote deliveries (the recorder's mark).
+      const recorded = yield* RecordedDeliveries
       const events = yield* bus.subscribe(recordable)
-      yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Queue.take(events), wake)))
+      yield* Effect.forkScoped(
+        Effect.forever(Effect.zipRight(Queue.take(events), Effect.suspend(() => recorded.take() ? wake : Effect.void)))
+      )
       yield* Effect.forkScoped(Effect.forever(writer))
       yield* Effect.forkScoped(Effect.forever(
         Effect.gen(function*() {
