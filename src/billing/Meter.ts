@@ -22,6 +22,14 @@ import { type AccountRow, BillingRepo, type MeterBasis, type MeterSum } from "./
  */
 const machinesPerBatch = 5000
 
+/** Organizations metered in one transaction, with how many machines they have to meter (see `MeterTarget`). */
+interface Batch {
+  readonly organizations: Array<string>
+  machines: number
+  unmetered: number
+  stopped: number
+}
+
 const make = Effect.gen(function*() {
   const config = yield* AppConfig
   const repo = yield* BillingRepo
@@ -93,18 +101,12 @@ const make = Effect.gen(function*() {
    * the charges posted); answers the ones that became exhausted. Machines with no whole second yet
    * are left for later.
    */
-  const meterBatch = (
-    batch: ReadonlyArray<string>,
-    stopped: boolean,
-    now: number,
-    recentSince: number,
-    machineId: string | null
-  ) =>
+  const meterBatch = (batch: Batch, now: number, recentSince: number, machineId: string | null) =>
     Effect.gen(function*() {
-      const found = accounts.metered ? yield* repo.accountsOf(batch) : []
+      const found = accounts.metered ? yield* repo.accountsOf(batch.organizations) : []
       const accountOf = new Map(found.map((account) => [account.organization_id, account]))
       const basis: Array<MeterBasis> = []
-      for (const organizationId of batch) {
+      for (const organizationId of batch.organizations) {
         const account = accounts.metered
           ? accountOf.get(organizationId) ?? (yield* accounts.ensure(organizationId))
           : null
@@ -117,7 +119,8 @@ const make = Effect.gen(function*() {
         recentSince,
         machineId,
         basis,
-        stopped,
+        unmetered: batch.unmetered > 0,
+        stopped: batch.stopped > 0,
         hourly: prices.hourly_micros,
         unit: meterUnit
       })
@@ -145,34 +148,31 @@ const make = Effect.gen(function*() {
       const now = yield* Clock.currentTimeMillis
       const recentSince = now - 2 * intervalMs
       const targets = yield* repo.meterTargets(recentSince, machineId)
-      const byOrganization = new Map<string, { machines: number; stopped: number }>()
-      for (const row of targets) {
-        const seen = byOrganization.get(row.organization_id) ?? { machines: 0, stopped: 0 }
-        byOrganization.set(row.organization_id, {
-          machines: seen.machines + row.machines,
-          stopped: seen.stopped + row.stopped
-        })
-      }
-      const batches: Array<{ organizations: Array<string>; machines: number; stopped: boolean }> = []
+      // Whole organizations a batch (one may come twice: costing and stopped machines).
+      const batches: Array<Batch> = []
+      const batchOf = new Map<string, Batch>()
       let machines = 0
-      for (const [organizationId, count] of byOrganization) {
-        let last = batches[batches.length - 1]
-        if (last === undefined || last.machines >= machinesPerBatch) {
-          last = { organizations: [], machines: 0, stopped: false }
-          batches.push(last)
+      for (const row of targets) {
+        let batch = batchOf.get(row.organization_id)
+        if (batch === undefined) {
+          batch = batches[batches.length - 1]
+          if (batch === undefined || batch.machines >= machinesPerBatch) {
+            batch = { organizations: [], machines: 0, unmetered: 0, stopped: 0 }
+            batches.push(batch)
+          }
+          batch.organizations.push(row.organization_id)
+          batchOf.set(row.organization_id, batch)
         }
-        last.organizations.push(organizationId)
-        last.machines += count.machines
-        last.stopped ||= count.stopped > 0
-        machines += count.machines
+        batch.machines += row.machines
+        batch.unmetered += row.unmetered
+        batch.stopped += row.stopped
+        machines += row.machines
       }
       const exhausted: Array<string> = []
       for (const batch of batches) {
         // Not waiting for the flush: a batch lost to a crash is metered again by the next tick (its
         // meters did not move), and the next commit makes it durable anyway.
-        const newly = yield* commit.applied(
-          meterBatch(batch.organizations, batch.stopped, now, recentSince, machineId)
-        )
+        const newly = yield* commit.applied(meterBatch(batch, now, recentSince, machineId))
         exhausted.push(...newly)
         // Lets requests in between batches.
         yield* Effect.yieldNow()

@@ -139,6 +139,17 @@ export interface MeterBasis {
   readonly multiplier_permille: number
 }
 
+/**
+ * An organization with machines to meter: how many, how many of them have no meter yet, and how many
+ * are stopped (see `paths`).
+ */
+export interface MeterTarget {
+  readonly organization_id: string
+  readonly machines: number
+  readonly unmetered: number
+  readonly stopped: number
+}
+
 /** What a batch metered for one organization: its machines' new seconds and micros, how many, one of them. */
 export interface MeterSum {
   readonly organization_id: string
@@ -276,10 +287,11 @@ const make = Effect.gen(function*() {
      */
     meterTargets: (recentSince: number, machineId: string | null) => {
       const only = machineId === null ? "" : " AND m.id = ?"
-      return db.all<{ organization_id: string; machines: number; stopped: number }>(
-        `SELECT m.organization_id, COUNT(*) AS machines, 0 AS stopped FROM machines m
+      return db.all<MeterTarget>(
+        `SELECT m.organization_id, COUNT(*) AS machines, COUNT(*) - COUNT(b.machine_id) AS unmetered, 0 AS stopped
+          FROM machines m LEFT JOIN billing_meters b ON b.machine_id = m.id
           WHERE ${paths.costing.machines} AND m.started_at IS NOT NULL${only} GROUP BY m.organization_id
-          UNION ALL SELECT m.organization_id, COUNT(*), COUNT(*) FROM machines m
+          UNION ALL SELECT m.organization_id, COUNT(*), COUNT(*) - COUNT(b.machine_id), COUNT(*) FROM machines m
           LEFT JOIN billing_meters b ON b.machine_id = m.id
           WHERE ${paths.stopped.machines} AND m.started_at IS NOT NULL${only}
           AND m.stopped_at - max(coalesce(b.metered_until, m.started_at), m.started_at) >= 1000
@@ -313,6 +325,8 @@ const make = Effect.gen(function*() {
       readonly recentSince: number
       readonly machineId: string | null
       readonly basis: ReadonlyArray<MeterBasis>
+      /** Whether the batch holds a machine without a meter yet, and a stopped one. */
+      readonly unmetered: boolean
       readonly stopped: boolean
       readonly hourly: Prices["hourly_micros"]
       /** Money.meterUnit: whole micros are the total over it, the carried fraction what remains. */
@@ -328,16 +342,18 @@ const make = Effect.gen(function*() {
         )
         for (const path of batch.stopped ? ["costing", "stopped"] as const : ["costing"] as const) {
           const span = spanOf(path)
-          yield* db.run(
-            `INSERT INTO billing_meters (machine_id, organization_id, metered_until, carry)
+          if (batch.unmetered) {
+            yield* db.run(
+              `INSERT INTO billing_meters (machine_id, organization_id, metered_until, carry)
               SELECT m.id, m.organization_id, m.started_at, 0 FROM ${machinesOf(path, batch.machineId)}
               WHERE t.tick_id = ? AND NOT EXISTS (SELECT 1 FROM billing_meters b WHERE b.machine_id = m.id)${
-              path === "stopped" ? " AND m.stopped_at >= ?" : ""
-            }`,
-            ...only,
-            tickId,
-            ...(path === "stopped" ? [batch.recentSince] : [])
-          )
+                path === "stopped" ? " AND m.stopped_at >= ?" : ""
+              }`,
+              ...only,
+              tickId,
+              ...(path === "stopped" ? [batch.recentSince] : [])
+            )
+          }
           yield* db.run(
             `INSERT INTO billing_usage (${usageColumns}) SELECT ${usageColumns.replace(/(\w+)/g, "b.$1")}
               FROM ${machinesOf(path, batch.machineId)} JOIN billing_meters b ON b.machine_id = m.id
@@ -364,10 +380,10 @@ const make = Effect.gen(function*() {
           )
         }
         const sums = yield* db.all<MeterSum>(
-          `SELECT b.organization_id, SUM(b.tick_amount) AS amount, SUM(b.tick_seconds) AS seconds,
+          `SELECT t.organization_id, SUM(b.tick_amount) AS amount, SUM(b.tick_seconds) AS seconds,
             COUNT(*) AS machines, MIN(b.machine_id) AS machine_id FROM billing_meter_basis t
             JOIN billing_meters b ON b.organization_id = t.organization_id AND b.tick_id = t.tick_id
-            WHERE t.tick_id = ? GROUP BY b.organization_id`,
+            WHERE t.tick_id = ? GROUP BY t.organization_id`,
           tickId
         )
         yield* db.run("DELETE FROM billing_meter_basis WHERE tick_id = ?", tickId)
