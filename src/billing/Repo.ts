@@ -174,9 +174,12 @@ const paths = {
 } as const
 export type MeterPath = keyof typeof paths
 
+/** The greater of two non-null values (portable: SQLite's `max` of two, PostgreSQL's `GREATEST`). */
+const greatest = (a: string, b: string) => `CASE WHEN ${a} > ${b} THEN ${a} ELSE ${b} END`
+
 /** A meter's span and price over `t` (the batch's basis), `m` (its machine), `b` (its meter). */
 const spanOf = (path: MeterPath) => {
-  const from = "max(b.metered_until, m.started_at)"
+  const from = `(${greatest("b.metered_until", "m.started_at")})`
   const whole = `((${paths[path].to} - ${from}) / 1000)`
   const hour = `(${from} - ${from} % 3600000)`
   return {
@@ -294,7 +297,7 @@ const make = Effect.gen(function*() {
           UNION ALL SELECT m.organization_id, COUNT(*), COUNT(*) - COUNT(b.machine_id), COUNT(*) FROM machines m
           LEFT JOIN billing_meters b ON b.machine_id = m.id
           WHERE ${paths.stopped.machines} AND m.started_at IS NOT NULL${only}
-          AND m.stopped_at - max(coalesce(b.metered_until, m.started_at), m.started_at) >= 1000
+          AND m.stopped_at - ${greatest("coalesce(b.metered_until, m.started_at)", "m.started_at")} >= 1000
           AND (b.machine_id IS NOT NULL OR m.stopped_at >= ?) GROUP BY m.organization_id`,
         ...(machineId === null ? [recentSince] : [machineId, machineId, recentSince])
       )
