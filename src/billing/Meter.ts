@@ -13,7 +13,7 @@ import { GroupCommit } from "../kernel/sql/GroupCommit.js"
 import { Accounts, type Posting, type Postings } from "./Accounts.js"
 import { exhaustedSince, meterUnit, monthOf, onTrialRules, permilleOf, split } from "./Money.js"
 import { makeNotices } from "./Notices.js"
-import { type AccountRow, BillingRepo, type MeterBasis, type MeterSum } from "./Repo.js"
+import { BillingRepo, type MeterBasis, type MeteredAccount, type MeterSum } from "./Repo.js"
 
 /**
  * Machines metered in one transaction (whole organizations: a batch closes once it holds this many):
@@ -41,7 +41,7 @@ const make = Effect.gen(function*() {
   const lock = yield* Effect.makeSemaphore(1)
 
   /** What pays for usage now, and at which share of the list price. */
-  const basisOf = (account: AccountRow | null) => {
+  const basisOf = (account: MeteredAccount | null) => {
     if (account === null) return { basis: "unlimited", permille: 1000 }
     const plan = accounts.planOf(account)
     if (plan !== null) return { basis: plan, permille: permilleOf(prices.plans[plan].multiplier) }
@@ -52,7 +52,7 @@ const make = Effect.gen(function*() {
    * An organization's charge of `amount` as postings (trial, then plan, then credit, a ledger row per
    * balance touched) with the account's spend and exhaustion after it; `exhausted` when it ran out now.
    */
-  const charge = (account: AccountRow, sum: MeterSum | undefined, now: number) => {
+  const charge = (account: MeteredAccount, sum: MeterSum | undefined, now: number) => {
     const { amount = 0, machine_id = null, machines: count = 0, seconds = 0 } = sum ?? {}
     const description = `Running time: ${seconds} s over ${count} machine${count === 1 ? "" : "s"}`
     const month = monthOf(now)
@@ -74,7 +74,7 @@ const make = Effect.gen(function*() {
         updated_at = now
       }
     }
-    const after: AccountRow = {
+    const after: MeteredAccount = {
       ...account,
       trial_micros: balances.trial,
       plan_micros: balances.plan,

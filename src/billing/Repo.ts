@@ -57,6 +57,23 @@ export interface AccountRow {
   readonly updated_at: number
 }
 
+/** What a meter tick reads of an account: its balances, spend, exhaustion and what pays for usage. */
+export const meteredAccountColumns = [
+  "organization_id",
+  "trial_micros",
+  "plan_micros",
+  "credit_micros",
+  "minimum_balance_micros",
+  "spend_cap_micros",
+  "spend_month",
+  "credit_spent_micros",
+  "exhausted_since",
+  "paid_at",
+  "plan_tier",
+  "updated_at"
+] as const
+export type MeteredAccount = Pick<AccountRow, typeof meteredAccountColumns[number]>
+
 /** The columns a change may set; the balances only through `post` (a ledger row with each). */
 export type AccountPatch = Partial<
   Omit<AccountRow, "organization_id" | "trial_micros" | "plan_micros" | "credit_micros" | "created_at">
@@ -302,14 +319,16 @@ const make = Effect.gen(function*() {
         ...(machineId === null ? [recentSince] : [machineId, machineId, recentSince])
       )
     },
-    /** The accounts of these organizations (those that have one). */
+    /** What a tick reads of the accounts of these organizations (those that have one). */
     accountsOf: (organizationIds: ReadonlyArray<string>) =>
       Effect.map(
         Effect.forEach(
           chunks(organizationIds),
           (chunk) =>
-            db.all<AccountRow>(
-              `SELECT * FROM billing_accounts WHERE organization_id IN (${chunk.map(() => "?").join(", ")})`,
+            db.all<MeteredAccount>(
+              `SELECT ${meteredAccountColumns.join(", ")} FROM billing_accounts WHERE organization_id IN (${
+                chunk.map(() => "?").join(", ")
+              })`,
               ...chunk
             )
         ),
