@@ -2,7 +2,7 @@
  * The meter tick's statements inside SQLite against the money rules in JS: machines of every size in
  * two organizations metered at uneven instants end with exactly the seconds and micros that
  * Money.meter gives their whole running time (the fraction carried across ticks), the charges equal
- * the usage, a stop is metered once, and a run repeated at the same instant (a stop's metering right
+ * the usage, a stop is metered once (also of a machine no tick saw running), and a run repeated at the same instant (a stop's metering right
  * after a tick) charges nothing twice.
  */
 import { assert, describe, it } from "@effect/vitest"
@@ -47,6 +47,14 @@ describe("meter tick in SQL", () => {
         Effect.map(s.repo.find(machines[2]!.id), (row) => Option.getOrThrow(row).state === "stopped" || undefined)
       )
       yield* s.meter.run(machines[2]!.id)
+      // A machine that starts and stops between two ticks is metered once, at its stop, from its start.
+      machines.push({ organizationId: bob.organizationId, id: yield* runningMachine(s, bob, "b-brief", "small") })
+      yield* TestClock.adjust(5_500)
+      yield* s.machines.change(bob, machines[3]!.id, "stop", { force: false, stop_reason: "api" })
+      yield* until(
+        Effect.map(s.repo.find(machines[3]!.id), (row) => Option.getOrThrow(row).state === "stopped" || undefined)
+      )
+      yield* s.meter.run(machines[3]!.id)
       for (const step of [3_300, 61_000]) {
         yield* TestClock.adjust(step)
         yield* s.meter.run()
