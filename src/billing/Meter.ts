@@ -1,11 +1,12 @@
 /**
  * The meter: running time per machine in whole seconds, priced at its size's hourly price times the
- * multiplier of what pays for it, with the fraction of a micro carried per machine. Each tick writes
- * the machines' meters (each holds its machine's usage row of the hour being metered: one row per
- * machine per tick) and the organizations' charges (trial, then plan, then credit: ledger rows with
- * the balances) in one transaction per batch of organizations, a few statements per batch, so a
- * long tick never holds the event loop and a crash keeps every batch whole or not at all. In
- * `unlimited` mode the usage is recorded at list prices and nothing is charged.
+ * multiplier of what pays for it, with the fraction of a micro carried per machine. Each tick moves
+ * the machines' meters inside SQLite (each holds its machine's usage row of the hour being metered:
+ * one row per machine per tick; no machine is read into JS) and posts the organizations' charges
+ * (trial, then plan, then credit: ledger rows with the balances) from their sums, in one transaction
+ * per batch of organizations, a few statements per batch, so a long tick never holds the event loop
+ * and a crash keeps every batch whole or not at all. In `unlimited` mode the usage is recorded at
+ * list prices and nothing is charged.
  */
 import { Clock, Context, Effect, Layer } from "effect"
 import { AppConfig } from "../kernel/config/AppConfig.js"
@@ -50,8 +51,9 @@ const make = Effect.gen(function*() {
   }
 
   /**
-   * An organization's charge of `amount` as postings (trial, then plan, then credit, a ledger row per
-   * balance touched) with the account's spend and exhaustion after it; `exhausted` when it ran out now.
+   * An organization's charge of what a batch metered for it (`sum`; none: nothing) as postings (trial,
+   * then plan, then credit, a ledger row per balance touched) with the account's spend and exhaustion
+   * after it; `exhausted` when it ran out now.
    */
   const charge = (account: MeteredAccount, sum: MeterSum | undefined, now: number) => {
     const { amount = 0, machine_id = null, machines: count = 0, seconds = 0 } = sum ?? {}
