@@ -123,6 +123,7 @@ const make = Effect.gen(function*() {
         machineId,
         basis,
         unmetered: batch.unmetered > 0,
+        costing: batch.machines - batch.stopped,
         stopped: batch.stopped > 0,
         hourly: prices.hourly_micros,
         unit: meterUnit

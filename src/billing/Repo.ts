@@ -167,13 +167,16 @@ export interface MeterTarget {
   readonly stopped: number
 }
 
-/** What a batch metered for one organization: its machines' new seconds and micros, how many, one of them. */
+/**
+ * What a batch metered for one organization: its machines' new seconds and micros, how many of them
+ * had a whole second, one of those.
+ */
 export interface MeterSum {
   readonly organization_id: string
   readonly amount: number
   readonly seconds: number
   readonly machines: number
-  readonly machine_id: string
+  readonly machine_id: string | null
 }
 
 const costing = "('running', 'stopping', 'restarting')"
@@ -347,8 +350,9 @@ const make = Effect.gen(function*() {
       readonly recentSince: number
       readonly machineId: string | null
       readonly basis: ReadonlyArray<MeterBasis>
-      /** Whether the batch holds a machine without a meter yet, and a stopped one. */
+      /** Whether the batch holds a machine without a meter yet; how many costing machines; a stopped one. */
       readonly unmetered: boolean
+      readonly costing: number
       readonly stopped: boolean
       readonly hourly: Prices["hourly_micros"]
       /** Money.meterUnit: whole micros are the total over it, the carried fraction what remains. */
@@ -364,18 +368,44 @@ const make = Effect.gen(function*() {
         )
         for (const path of batch.stopped ? ["costing", "stopped"] as const : ["costing"] as const) {
           const span = spanOf(path)
+          const machines = `${machinesOf(path, batch.machineId)} JOIN ${pricesTable} p ON p.size = m.size`
+          const prices = [batch.hourly.small, batch.hourly.default, batch.hourly.large]
+          // What a tick moves on every meter: its seconds, micros and mark (its open row going on or new).
+          const moved = (seconds: string, amount: string) =>
+            `hourly_micros = p.hourly_micros, multiplier_permille = t.multiplier_permille,
+              seconds = ${seconds} + ${span.whole}, amount_micros = ${amount} + ${span.total} / ${batch.unit},
+              metered_until = ${span.from} + ${span.whole} * 1000, carry = ${span.total} % ${batch.unit},
+              tick_id = t.tick_id, tick_seconds = ${span.whole}, tick_amount = ${span.total} / ${batch.unit}`
           if (batch.unmetered) {
+            // A new meter opens its row at its machine's start, so the next statement moves it.
             yield* db.run(
-              `INSERT INTO billing_meters (machine_id, organization_id, metered_until, carry)
-              SELECT m.id, m.organization_id, m.started_at, 0 FROM ${machinesOf(path, batch.machineId)}
-              WHERE t.tick_id = ? AND NOT EXISTS (SELECT 1 FROM billing_meters b WHERE b.machine_id = m.id)${
+              `INSERT INTO billing_meters (machine_id, organization_id, hour_start, price_basis, size, hourly_micros,
+                multiplier_permille, metered_until, carry) SELECT m.id, m.organization_id,
+                m.started_at - m.started_at % 3600000, t.price_basis, m.size, p.hourly_micros, t.multiplier_permille,
+                m.started_at, 0 FROM ${machines}
+                WHERE t.tick_id = ? AND NOT EXISTS (SELECT 1 FROM billing_meters b WHERE b.machine_id = m.id)${
                 path === "stopped" ? " AND m.stopped_at >= ?" : ""
               }`,
               ...only,
+              ...prices,
               tickId,
               ...(path === "stopped" ? [batch.recentSince] : [])
             )
           }
+          // The usual case, every costing machine's open row going on: one statement, nothing closed (a
+          // machine that started since the count and needs a new row waits for the next tick at worst).
+          const wentOn = path === "costing"
+            ? yield* db.run(
+              `UPDATE billing_meters AS b SET ${moved("b.seconds", "b.amount_micros")}
+                FROM ${machines} WHERE b.machine_id = m.id AND t.tick_id = ? AND ${span.goesOn}`,
+              ...only,
+              ...prices,
+              tickId
+            )
+            : 0
+          if (path === "costing" && wentOn >= batch.costing) continue
+          // Else the open rows that cannot go on move to billing_usage and their meters open new ones
+          // (the meters moved above have no whole second left).
           yield* db.run(
             `INSERT INTO billing_usage (${usageColumns}) SELECT ${usageColumns.replace(/(\w+)/g, "b.$1")}
               FROM ${machinesOf(path, batch.machineId)} JOIN billing_meters b ON b.machine_id = m.id
@@ -386,24 +416,21 @@ const make = Effect.gen(function*() {
             tickId
           )
           yield* db.run(
-            `UPDATE billing_meters AS b SET hour_start = ${span.hour}, price_basis = t.price_basis, size = m.size,
-              hourly_micros = p.hourly_micros, multiplier_permille = t.multiplier_permille,
-              seconds = CASE WHEN ${span.goesOn} THEN b.seconds ELSE 0 END + ${span.whole},
-              amount_micros = CASE WHEN ${span.goesOn} THEN b.amount_micros ELSE 0 END + ${span.total} / ${batch.unit},
-              metered_until = ${span.from} + ${span.whole} * 1000, carry = ${span.total} % ${batch.unit},
-              tick_id = t.tick_id, tick_seconds = ${span.whole}, tick_amount = ${span.total} / ${batch.unit}
-              FROM ${machinesOf(path, batch.machineId)} JOIN ${pricesTable} p ON p.size = m.size
-              WHERE b.machine_id = m.id AND t.tick_id = ? AND ${span.whole} > 0`,
+            `UPDATE billing_meters AS b SET hour_start = ${span.hour}, price_basis = t.price_basis, size = m.size, ${
+              moved(
+                `CASE WHEN ${span.goesOn} THEN b.seconds ELSE 0 END`,
+                `CASE WHEN ${span.goesOn} THEN b.amount_micros ELSE 0 END`
+              )
+            } FROM ${machines} WHERE b.machine_id = m.id AND t.tick_id = ? AND ${span.whole} > 0`,
             ...only,
-            batch.hourly.small,
-            batch.hourly.default,
-            batch.hourly.large,
+            ...prices,
             tickId
           )
         }
         const sums = yield* db.all<MeterSum>(
           `SELECT t.organization_id, SUM(b.tick_amount) AS amount, SUM(b.tick_seconds) AS seconds,
-            COUNT(*) AS machines, MIN(b.machine_id) AS machine_id FROM billing_meter_basis t
+            COUNT(CASE WHEN b.tick_seconds > 0 THEN 1 END) AS machines,
+            MIN(CASE WHEN b.tick_seconds > 0 THEN b.machine_id END) AS machine_id FROM billing_meter_basis t
             JOIN billing_meters b ON b.organization_id = t.organization_id AND b.tick_id = t.tick_id
             WHERE t.tick_id = ? GROUP BY t.organization_id`,
           tickId
