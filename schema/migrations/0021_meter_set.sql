@@ -18,3 +18,7 @@ ALTER TABLE billing_meters ADD COLUMN tick_amount BIGINT NOT NULL DEFAULT 0;
 -- reads this index alone, not the machines' rows.
 CREATE INDEX machines_costing ON machines (organization_id, id, started_at, size)
   WHERE state IN ('running', 'stopping', 'restarting');
+-- The other machines that ever ran, with what a tick reads of them: a tick looks among these for the
+-- stopped ones with time left, not among every machine.
+CREATE INDEX machines_stopped ON machines (organization_id, id, started_at, stopped_at, size)
+  WHERE state NOT IN ('running', 'stopping', 'restarting') AND started_at IS NOT NULL;

@@ -182,15 +182,15 @@ export interface MeterSum {
 const costing = "('running', 'stopping', 'restarting')"
 
 /**
- * The two kinds of machine with time to meter, each read through its own index, with where its
- * metered span ends. `costing`: in a state whose time costs (running, stopping, restarting) up to
- * the batch's time, read from the covering index `machines_costing` alone. `stopped`: stopped (or
- * deleted, failed) after its meter's mark, up to its stop: rare (a stop's own metering does it),
- * read only for batches that hold one.
+ * The two kinds of machine with time to meter, each read from its own covering index alone
+ * (`machines_costing`, `machines_stopped`: the conditions below are theirs), with where its metered
+ * span ends. `costing`: in a state whose time costs (running, stopping, restarting) up to the
+ * batch's time. `stopped`: stopped (or deleted, failed) after its meter's mark, up to its stop: rare
+ * (a stop's own metering does it), read only for batches that hold one.
  */
 const paths = {
-  costing: { machines: `m.state IN ${costing}`, to: "t.metered_at" },
-  stopped: { machines: `m.state NOT IN ${costing}`, to: "m.stopped_at" }
+  costing: { machines: `m.state IN ${costing} AND m.started_at IS NOT NULL`, to: "t.metered_at" },
+  stopped: { machines: `m.state NOT IN ${costing} AND m.started_at IS NOT NULL`, to: "m.stopped_at" }
 } as const
 export type MeterPath = keyof typeof paths
 
@@ -215,8 +215,9 @@ const spanOf = (path: MeterPath) => {
 
 /** The batch's organizations' machines of `path` (and `machineId` alone when given). */
 const machinesOf = (path: MeterPath, machineId: string | null) =>
-  `billing_meter_basis t JOIN machines m ON m.organization_id = t.organization_id AND ${paths[path].machines}
-    AND m.started_at IS NOT NULL${machineId === null ? "" : " AND m.id = ?"}`
+  `billing_meter_basis t JOIN machines m ON m.organization_id = t.organization_id AND ${paths[path].machines}${
+    machineId === null ? "" : " AND m.id = ?"
+  }`
 
 /** The hourly price of each size, as rows to join (three bound parameters). */
 const pricesTable = `(SELECT 'small' AS size, CAST(? AS BIGINT) AS hourly_micros
@@ -313,10 +314,10 @@ const make = Effect.gen(function*() {
       return db.all<MeterTarget>(
         `SELECT m.organization_id, COUNT(*) AS machines, COUNT(*) - COUNT(b.machine_id) AS unmetered, 0 AS stopped
           FROM machines m LEFT JOIN billing_meters b ON b.machine_id = m.id
-          WHERE ${paths.costing.machines} AND m.started_at IS NOT NULL${only} GROUP BY m.organization_id
+          WHERE ${paths.costing.machines}${only} GROUP BY m.organization_id
           UNION ALL SELECT m.organization_id, COUNT(*), COUNT(*) - COUNT(b.machine_id), COUNT(*) FROM machines m
           LEFT JOIN billing_meters b ON b.machine_id = m.id
-          WHERE ${paths.stopped.machines} AND m.started_at IS NOT NULL${only}
+          WHERE ${paths.stopped.machines}${only}
           AND m.stopped_at - ${greatest("coalesce(b.metered_until, m.started_at)", "m.started_at")} >= 1000
           AND (b.machine_id IS NOT NULL OR m.stopped_at >= ?) GROUP BY m.organization_id`,
         ...(machineId === null ? [recentSince] : [machineId, machineId, recentSince])
