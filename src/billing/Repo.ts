@@ -192,7 +192,7 @@ const paths = {
   costing: { machines: `m.state IN ${costing} AND m.started_at IS NOT NULL`, to: "t.metered_at" },
   stopped: { machines: `m.state NOT IN ${costing} AND m.started_at IS NOT NULL`, to: "m.stopped_at" }
 } as const
-export type MeterPath = keyof typeof paths
+type MeterPath = keyof typeof paths
 
 /** The greater of two non-null values (portable: SQLite's `max` of two, PostgreSQL's `GREATEST`). */
 const greatest = (a: string, b: string) => `CASE WHEN ${a} > ${b} THEN ${a} ELSE ${b} END`
