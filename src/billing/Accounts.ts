@@ -24,7 +24,8 @@ import {
   type BalanceName,
   BillingRepo,
   type LedgerInsert,
-  type LedgerKind
+  type LedgerKind,
+  type MeteredAccount
 } from "./Repo.js"
 
 const day = 86_400_000
@@ -41,7 +42,7 @@ export interface Posting {
 
 /** Many organizations' postings, each with the account as read in the same transaction. */
 export interface Postings {
-  readonly account: AccountRow
+  readonly account: MeteredAccount
   readonly postings: ReadonlyArray<Posting>
   /** The other columns a charge sets with its balances. */
   readonly set: Pick<AccountCharge, "spend_month" | "credit_spent_micros" | "exhausted_since" | "updated_at">
@@ -183,7 +184,8 @@ const make = Effect.gen(function*() {
       return account.exhausted_since === null
     })
 
-  const planOf = (account: AccountRow): PlanTier | null => isPlanTier(account.plan_tier) ? account.plan_tier : null
+  const planOf = (account: Pick<AccountRow, "plan_tier">): PlanTier | null =>
+    isPlanTier(account.plan_tier) ? account.plan_tier : null
 
   const limitsOf = (account: AccountRow): { tier: Tier; limits: TierLimits } => {
     const plan = planOf(account)

@@ -1,7 +1,7 @@
 /** The money rules as pure functions over integer micros (docs/billing.md). */
 import type { Prices } from "../kernel/config/AppConfig.js"
 import type { MachineSize } from "../kernel/domain/MachineStates.js"
-import type { AccountRow, BalanceName } from "./Repo.js"
+import type { AccountRow, BalanceName, MeteredAccount } from "./Repo.js"
 
 /** One micro of an hour's price per second is `hourly × permille / 3,600,000`: the meter's unit. */
 export const meterUnit = 3_600_000
@@ -22,21 +22,21 @@ export const meter = (seconds: number, hourly: number, permille: number, carry: 
 export const monthOf = (at: number) => new Date(at).toISOString().slice(0, 7)
 
 /** Credit the spend cap still lets usage take this month (all of it without a cap). */
-export const creditUsable = (account: AccountRow, now: number) => {
+export const creditUsable = (account: MeteredAccount, now: number) => {
   if (account.spend_cap_micros === null) return account.credit_micros
   const spent = account.spend_month === monthOf(now) ? account.credit_spent_micros : 0
   return Math.min(account.credit_micros, Math.max(0, account.spend_cap_micros - spent))
 }
 
 /** `max(0, trial + plan + usable credit − minimum balance)`. */
-export const spendable = (account: AccountRow, now: number) =>
+export const spendable = (account: MeteredAccount, now: number) =>
   Math.max(
     0,
     account.trial_micros + account.plan_micros + creditUsable(account, now) - account.minimum_balance_micros
   )
 
 /** When the account's balance ran out by `now` (kept from before, or `now`), or null while spendable is positive. */
-export const exhaustedSince = (account: AccountRow, now: number) =>
+export const exhaustedSince = (account: MeteredAccount, now: number) =>
   spendable(account, now) > 0 ? null : account.exhausted_since ?? now
 
 /**
@@ -56,7 +56,7 @@ export const split = (account: Pick<AccountRow, "trial_micros" | "plan_micros">,
 }
 
 /** Whether the trial rules hold: until the first confirmed payment. */
-export const onTrialRules = (account: AccountRow) => account.paid_at === null
+export const onTrialRules = (account: Pick<AccountRow, "paid_at">) => account.paid_at === null
 
 export const trialActive = (account: AccountRow, now: number) =>
   account.trial_ended_at === null && now < account.trial_ends_at

@@ -12,6 +12,23 @@ export const uuidPattern = new RegExp(`^${uuidText}$`, "i")
 let lastMillis = 0
 let sequence = 0
 
+/**
+ * Random bytes drawn 4 KiB at a time: one call into the CSPRNG per 256 ids rather than one per id
+ * (a meter tick makes a thousand ledger ids; each call cost about 2 µs). Each id takes its 16 bytes
+ * in place, never reused.
+ */
+const pool = Buffer.alloc(4096)
+let drawn = pool.length
+
+const random16 = () => {
+  if (drawn === pool.length) {
+    NodeCrypto.randomFillSync(pool)
+    drawn = 0
+  }
+  drawn += 16
+  return pool.subarray(drawn - 16, drawn)
+}
+
 export const uuidv7 = (now: number = Date.now()): string => {
   let millis = Math.max(now, lastMillis)
   if (millis === lastMillis) {
@@ -24,7 +41,7 @@ export const uuidv7 = (now: number = Date.now()): string => {
     sequence = 0
   }
   lastMillis = millis
-  const bytes = NodeCrypto.randomBytes(16)
+  const bytes = random16()
   bytes.writeUIntBE(millis, 0, 6)
   bytes[6] = 0x70 | (sequence >> 8)
   bytes[7] = sequence & 0xff

@@ -38,14 +38,6 @@ export type Param = string | number | bigint | Uint8Array | null | undefined
 export interface PreparedShape {
   /** The rows of a query (or of a write with RETURNING). */
   readonly all: <A>(sql: string, ...params: ReadonlyArray<Param>) => Effect.Effect<ReadonlyArray<A>>
-  /**
-   * The rows of a query as arrays of their columns' values, in the query's order: for long reads,
-   * where better-sqlite3's making of an object per row costs more than the query.
-   */
-  readonly values: <A extends ReadonlyArray<unknown>>(
-    sql: string,
-    ...params: ReadonlyArray<Param>
-  ) => Effect.Effect<ReadonlyArray<A>>
   /** The first row of a query, if any. */
   readonly first: <A>(sql: string, ...params: ReadonlyArray<Param>) => Effect.Effect<Option.Option<A>>
   /** Runs a write; answers how many rows it changed. */
@@ -322,15 +314,6 @@ const make = (filename: string) =>
       runNow: (sql) =>
         void prepare(sql).run(),
       all: <A>(sql: string, ...params: ReadonlyArray<Param>) => direct(() => prepare(sql).all(...params) as Array<A>),
-      values: <A extends ReadonlyArray<unknown>>(sql: string, ...params: ReadonlyArray<Param>) =>
-        direct(() => {
-          const statement = prepare(sql).raw(true)
-          try {
-            return statement.all(...params) as Array<A>
-          } finally {
-            statement.raw(false)
-          }
-        }),
       first: (sql, ...params) => direct(() => Option.fromNullable(prepare(sql).get(...params) as any)),
       run: (sql, ...params) => direct(() => prepare(sql).run(...params).changes),
       runMany: (sql, rows) =>

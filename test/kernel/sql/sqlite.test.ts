@@ -127,7 +127,7 @@ describe("Sqlite", () => {
       assert.isTrue(Option.isNone(yield* prepared.first("SELECT v FROM t WHERE id = ?", 9)))
     }).pipe(Effect.provide(Sqlite.layer(":memory:"))))
 
-  it.effect("runMany runs one write per parameter list in the fiber's transaction; values answers rows as arrays", () =>
+  it.effect("runMany runs one write per parameter list in the fiber's transaction", () =>
     Effect.gen(function*() {
       const { prepared, sql } = yield* withTable
       const insert = "INSERT INTO t (id, v) VALUES (?, ?)"
@@ -138,12 +138,6 @@ describe("Sqlite", () => {
       assert.isTrue(Exit.isFailure(failed))
       const update = "UPDATE t SET v = ? WHERE id = ?"
       assert.strictEqual(yield* prepared.runMany(update, [["x", 1], ["y", 3], ["z", 9]]), 2)
-      assert.deepStrictEqual(yield* prepared.values<[number, string]>("SELECT id, v FROM t ORDER BY id"), [
-        [1, "x"],
-        [2, "b"],
-        [3, "y"]
-      ])
-      // The statement is back to objects for everyone else.
       assert.deepStrictEqual(yield* prepared.all("SELECT id, v FROM t ORDER BY id"), [
         { id: 1, v: "x" },
         { id: 2, v: "b" },
