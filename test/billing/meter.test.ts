@@ -234,10 +234,18 @@ describe("billing", () => {
 
       // Alice's trial expires after its hour: the worker's tick forfeits it.
       yield* TestClock.adjust("1 hour")
-      const forfeited = yield* until(Effect.map(
-        s.billing.ledger(alice.organizationId, 50, null),
-        (page) => page.items[0]?.kind === "trial_forfeit" ? page.items[0] : undefined
-      ))
+      // A tick still busy (real I/O) when the adjust ends sleeps past it: each look moves the clock a
+      // minute more, so a later tick comes however slow the host.
+      const forfeited = yield* until(
+        Effect.zipRight(
+          TestClock.adjust("1 minute"),
+          Effect.map(
+            s.billing.ledger(alice.organizationId, 50, null),
+            (page) => page.items[0]?.kind === "trial_forfeit" ? page.items[0] : undefined
+          )
+        ),
+        60_000
+      )
       assert.strictEqual(forfeited.amount_micros, -1_000)
       const view = yield* s.billing.view(alice.organizationId)
       assert.strictEqual(view.trial.active, false)
