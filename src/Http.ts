@@ -26,7 +26,7 @@ import { DeviceHandlers } from "./identity/DeviceHttp.js"
 import { AuthHandlers } from "./identity/Http.js"
 import { AppConfig } from "./kernel/config/AppConfig.js"
 import { AuthorizationLive } from "./kernel/http/AuthorizationLive.js"
-import { edge, maxBodySizeLayer, ProblemsLive, routeIndex } from "./kernel/http/RequestEdge.js"
+import { AccessLog, edge, maxBodySizeLayer, ProblemsLive, routeIndex } from "./kernel/http/RequestEdge.js"
 import { Durability } from "./kernel/sql/Durability.js"
 import { LimitsHandlers } from "./limits/Http.js"
 import { MachinesHandlers } from "./machines/Http.js"
@@ -118,10 +118,14 @@ const DocsLive = HttpApiBuilder.Router.use((router) =>
 /** The routes and their middleware, ready to serve on any HttpServer. */
 export const RoutesLive = Layer.unwrapEffect(
   Effect.map(
-    Effect.all([AppConfig, Durability]),
-    ([config, durability]) =>
+    Effect.all([AppConfig, Durability, AccessLog]),
+    ([config, durability, accessLog]) =>
       HttpApiBuilder.serve(
-        edge(config.maxBodyBytes, durability, { routeOf: routeIndex(Api), logLevel: config.logLevel })
+        edge(config.maxBodyBytes, durability, {
+          routeOf: routeIndex(Api),
+          logLevel: config.logLevel,
+          accessLog: accessLog.write
+        })
       ).pipe(
         Layer.provide(DocsLive),
         Layer.provide(PagesLive),

@@ -5,6 +5,7 @@
  * terminal, JSON otherwise.
  */
 import { Cause, Config, HashMap, Logger, LogLevel } from "effect"
+import type { AccessLine } from "../kernel/http/RequestEdge.js"
 
 export const logFormats = ["pretty", "json", "logfmt"] as const
 export type LogFormat = typeof logFormats[number]
@@ -53,6 +54,21 @@ const show = (value: unknown) => {
   return /^[^\s"=]+$/.test(text) ? text : JSON.stringify(text)
 }
 
+/** A pretty line: time, level, text, then `key=value` fields. */
+const prettyLine = (
+  colors: boolean,
+  date: Date,
+  level: LogLevel.LogLevel,
+  text: string,
+  fields: ReadonlyArray<readonly [string, unknown]>
+) =>
+  [
+    paint(colors, "90", date.toISOString().slice(11, 23)),
+    paint(colors, levelColor(level), level.label.padEnd(5)),
+    text,
+    ...fields.map(([key, value]) => paint(colors, "90", `${key}=${show(value)}`))
+  ].join(" ")
+
 /**
  * For people: one line an entry, `11:02:27.700 INFO  GET /v1/me 401 6.9ms  correlation_id=...`, the
  * access line's fields already in its message; a failure's cause follows, indented.
@@ -63,18 +79,54 @@ export const prettyLogger = (colors: boolean) =>
       typeof part === "string" ? part : show(part)
     )
     const isAccess = HashMap.has(annotations, "access")
-    const fields = [...annotations]
-      .filter(([key]) => !isAccess || key === "correlation_id")
-      .map(([key, value]) => paint(colors, "90", `${key}=${show(value)}`))
-    const line = [
-      paint(colors, "90", date.toISOString().slice(11, 23)),
-      paint(colors, levelColor(logLevel), logLevel.label.padEnd(5)),
-      text.join(" "),
-      ...fields
-    ].join(" ")
+    const fields = [...annotations].filter(([key]) => !isAccess || key === "correlation_id")
     const failure = Cause.isEmpty(cause) ? "" : "\n  " + Cause.pretty(cause).split("\n").join("\n  ")
-    writeLine(line + failure)
+    writeLine(prettyLine(colors, date, logLevel, text.join(" "), fields) + failure)
   })
+
+/** The access line's fields as the structured formats show them (as Effect's loggers would). */
+const accessFields = (line: AccessLine) => ({
+  correlation_id: line.correlation_id,
+  access: true,
+  status: line.status,
+  method: line.method,
+  route: line.route,
+  duration_ms: line.duration_ms
+})
+
+/**
+ * Access lines written straight into the stream (src/kernel/http/RequestEdge.ts AccessLog), in the
+ * same shape as the format's other lines.
+ */
+export const accessLogFor = (format: LogFormat): (line: AccessLine) => void => {
+  switch (format) {
+    case "pretty": {
+      const colors = process.stderr.isTTY === true
+      return (line) =>
+        writeLine(
+          prettyLine(colors, new Date(), LogLevel.Info, line.message, [["correlation_id", line.correlation_id]])
+        )
+    }
+    case "json":
+      return (line) =>
+        writeLine(JSON.stringify({
+          message: line.message,
+          logLevel: "INFO",
+          timestamp: new Date().toISOString(),
+          annotations: accessFields(line),
+          spans: {},
+          fiberId: line.fiber
+        }))
+    case "logfmt":
+      return (line) =>
+        writeLine(
+          [
+            `timestamp=${new Date().toISOString()} level=INFO fiber=${line.fiber} message=${show(line.message)}`,
+            ...Object.entries(accessFields(line)).map(([key, value]) => `${key}=${show(value)}`)
+          ].join(" ")
+        )
+  }
+}
 
 export const loggerFor = (format: LogFormat): Logger.Logger<unknown, void> => {
   switch (format) {

@@ -4,12 +4,13 @@ import { OpenApi } from "@effect/platform"
 import { NodeContext, NodeRuntime } from "@effect/platform-node"
 import { Cause, Console, Effect, Exit, Logger, LogLevel, Option } from "effect"
 import { Api } from "../Api.js"
+import { AccessLog } from "../kernel/http/RequestEdge.js"
 import { admin } from "./Admin.js"
 import { agent } from "./Agent.js"
 import { agents } from "./Agents.js"
 import { endingOf } from "./Failure.js"
 import { files } from "./Files.js"
-import { flushLogs, logFormat, loggerFor } from "./Logging.js"
+import { accessLogFor, flushLogs, logFormat, loggerFor } from "./Logging.js"
 import { login, logout } from "./Login.js"
 import { machines } from "./Machines.js"
 import { ops } from "./Operations.js"
@@ -82,7 +83,8 @@ Effect.gen(function*() {
     Effect.tapErrorCause((cause) =>
       Cause.isInterruptedOnly(cause) || isRefusal(cause) ? Effect.void : Effect.logError(cause)
     ),
-    Effect.provide(Logger.replace(Logger.defaultLogger, loggerFor(format)))
+    Effect.provide(Logger.replace(Logger.defaultLogger, loggerFor(format))),
+    Effect.provideService(AccessLog, { write: accessLogFor(format) })
   )
 }).pipe(
   // A malformed setting, a data dir in use or a port in use stops the start with one line.
