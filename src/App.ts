@@ -17,6 +17,7 @@ import type { AppConfig } from "./kernel/config/AppConfig.js"
 import { SecretBox } from "./kernel/crypto/SecretBox.js"
 import { DomainEvents } from "./kernel/events/DomainEvents.js"
 import { EventRecorders } from "./kernel/events/EventRecorders.js"
+import { OutboxMarks } from "./kernel/events/OutboxMarks.js"
 import { RateLimiter } from "./kernel/http/RateLimiter.js"
 import * as Mail from "./kernel/mail/Mail.js"
 import { Gauges } from "./kernel/metrics/Gauges.js"
@@ -41,7 +42,7 @@ import { SnapshotsRepo } from "./snapshots/store/SnapshotsRepo.js"
 import { SnapshotStore } from "./snapshots/store/SnapshotStore.js"
 import { SnapshotWork } from "./snapshots/store/SnapshotWork.js"
 import { TerminalsKernelLive, TerminalsLive } from "./terminals/Live.js"
-import { webhookRecorder, WebhookRecordingsLive, WebhooksLive } from "./webhooks/Live.js"
+import { webhookRecorder, WebhooksLive } from "./webhooks/Live.js"
 
 /** The kernel's stores and ports over the database the configuration names. */
 const KernelLive = Layer.mergeAll(
@@ -76,7 +77,7 @@ export const IdentityLive = IdentityAreaLive.pipe(
 const OutboxRecordersLive = Layer.effect(
   EventRecorders,
   Effect.map(Effect.all([webhookRecorder, alertRecorder]), EventRecorders.joining)
-).pipe(Layer.provideMerge(WebhookRecordingsLive))
+).pipe(Layer.provideMerge(OutboxMarks.layer))
 
 /**
  * The machine runtime over `driver`: the event bus, the group commit and the supervisor whose

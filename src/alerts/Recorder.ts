@@ -15,6 +15,7 @@ import type { Role } from "../kernel/domain/Access.js"
 import { uuidv7 } from "../kernel/domain/Ids.js"
 import type { DomainEvent } from "../kernel/events/DomainEvents.js"
 import { eachEvent } from "../kernel/events/EventRecorders.js"
+import { OutboxMarks } from "../kernel/events/OutboxMarks.js"
 import { Organizations } from "../organizations/Organizations.js"
 import type { MachineRow } from "../runtime/MachinesRepo.js"
 import { MachinesRepo } from "../runtime/MachinesRepo.js"
@@ -98,6 +99,7 @@ export const makeRecorder = Effect.gen(function*() {
   const operations = yield* OperationsRepo
   const organizations = yield* Organizations
   const preferences = yield* makePreferences
+  const marks = yield* OutboxMarks
 
   const membersWith = (organizationId: string, roles: ReadonlyArray<Role>) =>
     Effect.map(
@@ -133,6 +135,7 @@ export const makeRecorder = Effect.gen(function*() {
           sent_at: null,
           last_error: null
         })
+        marks.mark("alerts")
       }
     })
 

@@ -8,6 +8,7 @@
 import { Clock, Context, Duration, Effect, Layer, Option, Queue } from "effect"
 import { AppConfig } from "../kernel/config/AppConfig.js"
 import { DomainEvents } from "../kernel/events/DomainEvents.js"
+import { OutboxMarks } from "../kernel/events/OutboxMarks.js"
 import { Mail } from "../kernel/mail/Mail.js"
 import { Organizations } from "../organizations/Organizations.js"
 import { alertMail, unsubscribeUrl } from "./Mails.js"
@@ -102,7 +103,13 @@ export class AlertSender extends Context.Tag("svc/alerts/AlertSender")<AlertSend
         (event._tag === "OperationSettled" && (event.type === "operation.failed" || event.kind === "stop")) ||
         event._tag === "BillingNotice"
       )
-      yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Queue.take(events), wake)))
+      // An event wakes the sender once its transaction wrote alerts (the recorder's mark).
+      const marks = yield* OutboxMarks
+      yield* Effect.forkScoped(
+        Effect.forever(
+          Effect.zipRight(Queue.take(events), Effect.suspend(() => marks.take("alerts") ? wake : Effect.void))
+        )
+      )
       yield* Effect.forkScoped(Effect.forever(
         Effect.gen(function*() {
           const sleep = yield* round.pipe(

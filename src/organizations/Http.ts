@@ -34,7 +34,7 @@ interface Usage {
 
 const noUsage: Usage = { cost_micros: 0, seconds: 0 }
 
-/** `usage` is the member's this month (billing's meter); only the list reads it. */
+/** `usage` is the member's this month (billing's meter). */
 const memberDto = (member: MemberWithEmail & { readonly running_machines: number }, usage: Usage = noUsage) => ({
   user_id: member.user_id,
   email: member.email,
@@ -73,10 +73,13 @@ export const MembersHandlers = HttpApiBuilder.group(Api, "members", (handlers) =
         }))
       .handle("update", ({ path, payload }) =>
         Effect.flatMap(currentActor, (actor) =>
-          Effect.map(members.change(actor, path.user_id.toLowerCase(), payload), memberDto)))
+          Effect.gen(function*() {
+            const member = yield* members.change(actor, path.user_id.toLowerCase(), payload)
+            const usage = yield* billing.usageThisMonthByMember(actor.organizationId)
+            return memberDto(member, usage.get(member.user_id))
+          })))
       .handle("remove", ({ path }) =>
-        Effect.flatMap(currentActor, (actor) =>
-          members.remove(actor, path.user_id.toLowerCase())))
+        Effect.flatMap(currentActor, (actor) => members.remove(actor, path.user_id.toLowerCase())))
       .handle("transfer", ({ payload }) =>
         Effect.flatMap(currentActor, (actor) =>
           members.transfer(actor, payload.user_id.toLowerCase())))

@@ -5,7 +5,6 @@
 import { Effect, Layer } from "effect"
 import { Outbound } from "../kernel/http/Outbound.js"
 import { Gauges, single } from "../kernel/metrics/Gauges.js"
-import { RecordedDeliveries } from "./Recorded.js"
 import { makeRecorder } from "./Recorder.js"
 import { WebhooksRepo } from "./Repo.js"
 import { Webhooks } from "./Webhooks.js"
@@ -26,9 +25,6 @@ export const WebhooksLive = Layer.mergeAll(Webhooks.layer, QueueGauge).pipe(
   Layer.provideMerge(WebhookSender.layer),
   Layer.provide(Layer.merge(WebhooksRepo.layer, Outbound.layer))
 )
-
-/** The recorder's mark for the sender (Recorded.ts), shared by the two: App.ts provides it below both. */
-export const WebhookRecordingsLive = RecordedDeliveries.layer
 
 /** The recorder that writes deliveries inside the transaction of their event. */
 export const webhookRecorder = Effect.provide(makeRecorder, WebhooksRepo.layer)

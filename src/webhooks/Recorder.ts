@@ -10,19 +10,19 @@ import { AppConfig } from "../kernel/config/AppConfig.js"
 import { uuidv7 } from "../kernel/domain/Ids.js"
 import type { DomainEvent } from "../kernel/events/DomainEvents.js"
 import { eachEvent, recordable } from "../kernel/events/EventRecorders.js"
+import { OutboxMarks } from "../kernel/events/OutboxMarks.js"
 import { iso } from "../kernel/http/Dto.js"
 import { machineDto } from "../machines/Dto.js"
 import { operationDto } from "../operations/Dto.js"
 import { MachinesRepo } from "../runtime/MachinesRepo.js"
 import { OperationsRepo } from "../runtime/OperationsRepo.js"
-import { RecordedDeliveries } from "./Recorded.js"
 import { WebhooksRepo } from "./Repo.js"
 
 const notQueued = () => undefined
 
 export const makeRecorder = Effect.gen(function*() {
   const repo = yield* WebhooksRepo
-  const recorded = yield* RecordedDeliveries
+  const marks = yield* OutboxMarks
   const machines = yield* MachinesRepo
   const operations = yield* OperationsRepo
   const toMachine = machineDto((yield* AppConfig).baseUrl)
@@ -52,7 +52,7 @@ export const makeRecorder = Effect.gen(function*() {
       if (Option.isNone(data)) return
       const eventId = uuidv7(now)
       const body = JSON.stringify({ type: event.type, timestamp: iso(now), data: data.value })
-      recorded.mark()
+      marks.mark("webhooks")
       for (const endpoint of endpoints) {
         yield* repo.insertDelivery({
           id: uuidv7(now),

@@ -18,10 +18,10 @@ import { Clock, Context, Duration, Effect, Either, Layer, Queue } from "effect"
 import { SecretBox } from "../kernel/crypto/SecretBox.js"
 import { DomainEvents } from "../kernel/events/DomainEvents.js"
 import { recordable } from "../kernel/events/EventRecorders.js"
+import { OutboxMarks } from "../kernel/events/OutboxMarks.js"
 import { Outbound } from "../kernel/http/Outbound.js"
 import { GroupCommit } from "../kernel/sql/GroupCommit.js"
 import { nextAttemptAfter, truncateError } from "./Events.js"
-import { RecordedDeliveries } from "./Recorded.js"
 import { type AttemptPatch, type DueDelivery, WebhooksRepo } from "./Repo.js"
 import { signedHeaders } from "./Signature.js"
 
@@ -203,10 +203,12 @@ export class WebhookSender extends Context.Tag("svc/webhooks/WebhookSender")<Web
       })
 
       // An event wakes the sender once its transaction wrote deliveries (the recorder's mark).
-      const recorded = yield* RecordedDeliveries
+      const marks = yield* OutboxMarks
       const events = yield* bus.subscribe(recordable)
       yield* Effect.forkScoped(
-        Effect.forever(Effect.zipRight(Queue.take(events), Effect.suspend(() => recorded.take() ? wake : Effect.void)))
+        Effect.forever(
+          Effect.zipRight(Queue.take(events), Effect.suspend(() => marks.take("webhooks") ? wake : Effect.void))
+        )
       )
       yield* Effect.forkScoped(Effect.forever(writer))
       yield* Effect.forkScoped(Effect.forever(
