@@ -41,11 +41,24 @@ export const makeRecorder = Effect.gen(function*() {
     }
   }
 
-  const recordOne = (event: DomainEvent, now: number) =>
+  /** An organization's endpoints with the types each follows, read once per batch of events. */
+  type Followers = Map<string, ReadonlyArray<{ readonly id: string; readonly types: ReadonlyArray<string> }>>
+  const followersOf = (organizationId: string, known: Followers) =>
+    Effect.suspend(() => {
+      const found = known.get(organizationId)
+      if (found !== undefined) return Effect.succeed(found)
+      return Effect.map(repo.following(organizationId), (rows) => {
+        const endpoints = rows.map((row) => ({ id: row.id, types: JSON.parse(row.events) as Array<string> }))
+        known.set(organizationId, endpoints)
+        return endpoints
+      })
+    })
+
+  const recordOne = (event: DomainEvent, now: number, known: Followers) =>
     Effect.gen(function*() {
       if (!recordable(event)) return
-      const endpoints = (yield* repo.following(event.organizationId)).filter((endpoint) =>
-        (JSON.parse(endpoint.events) as Array<string>).includes(event.type)
+      const endpoints = (yield* followersOf(event.organizationId, known)).filter((endpoint) =>
+        endpoint.types.includes(event.type)
       )
       if (endpoints.length === 0) return
       const data = yield* dataOf(event)
@@ -74,5 +87,10 @@ export const makeRecorder = Effect.gen(function*() {
       }
     })
 
-  return eachEvent(recordOne)
+  // A settle records its machine's and its operation's events together: their organization's
+  // endpoints are read once for both.
+  return (events: ReadonlyArray<DomainEvent>) => {
+    const known: Followers = new Map()
+    return eachEvent((event, now) => recordOne(event, now, known))(events)
+  }
 })
