@@ -6,6 +6,7 @@
 import { Layer } from "effect"
 import { Billing } from "./Billing.js"
 import { Meter } from "./Meter.js"
+import { MeterRepo } from "./MeterRepo.js"
 import { Purchases } from "./Purchases.js"
 import { BillingRepo } from "./Repo.js"
 import * as StripePayments from "./StripePayments.js"
@@ -16,5 +17,5 @@ export { AccountsLive } from "./Accounts.js"
 export const BillingLive = BillingWorker.layer.pipe(
   Layer.provideMerge(Purchases.layer),
   Layer.provideMerge(Layer.merge(Billing.layer, Meter.layer)),
-  Layer.provide(Layer.merge(BillingRepo.layer, StripePayments.layer))
+  Layer.provide(Layer.mergeAll(BillingRepo.layer, MeterRepo.layer, StripePayments.layer))
 )

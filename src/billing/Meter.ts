@@ -1,46 +1,45 @@
 /**
  * The meter: running time per machine in whole seconds, priced at its size's hourly price times the
- * multiplier of what pays for it, with the fraction of a micro carried per machine. Each tick moves
- * the machines' meters inside SQLite (each holds its machine's usage row of the hour being metered:
- * one row per machine per tick; no machine is read into JS) and posts the organizations' charges
- * (trial, then plan, then credit: ledger rows with the balances) from their sums, in one transaction
- * per batch of organizations, a few statements per batch, so a long tick never holds the event loop
- * and a crash keeps every batch whole or not at all. In `unlimited` mode the usage is recorded at
- * list prices and nothing is charged.
+ * multiplier of what pays for it, with the fraction of a micro carried per machine (MeterRepo holds
+ * the SQL). A machine's meter is written when its run starts, ends, or its hour or payer changes;
+ * between those a tick charges each organization what its open runs cost since its mark, read in
+ * one aggregate, and moves one mark per organization: a tick's writes follow the organizations, not
+ * the machines. Charges are postings (trial, then plan, then credit: ledger rows with the balances)
+ * in the same transaction as the marks and meters they account for, so a crash keeps each whole or
+ * not at all. In `unlimited` mode the usage is recorded at list prices and nothing is charged.
  */
-import { Clock, Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer, Option } from "effect"
 import { AppConfig } from "../kernel/config/AppConfig.js"
 import { GroupCommit } from "../kernel/sql/GroupCommit.js"
 import { Accounts, type Posting, type Postings } from "./Accounts.js"
-import { exhaustedSince, meterUnit, monthOf, onTrialRules, permilleOf, split } from "./Money.js"
+import { MeterRepo, type MeterSum, type OpenRuns } from "./MeterRepo.js"
+import { exhaustedSince, monthOf, onTrialRules, permilleOf, split } from "./Money.js"
 import { makeNotices } from "./Notices.js"
-import { BillingRepo, type MeterBasis, type MeteredAccount, type MeterSum } from "./Repo.js"
+import { BillingRepo, type MeteredAccount } from "./Repo.js"
 
 /**
- * Machines metered in one transaction (whole organizations: a batch closes once it holds this many):
- * bounds how long one batch holds the event loop (about 25 ms on the 2-core host, 5,000 held it
- * 35 ms and once 200 ms under load), while each batch's commit and its few statements are paid four
- * times a tick of 10,000 machines (no measurable CPU against two batches).
+ * Organizations read and charged in one transaction of a tick: bounds how long one holds the event
+ * loop, while each transaction's commit and few statements are paid once per page.
  */
-const machinesPerBatch = 2500
+const organizationsPerPage = 500
 
-/** Organizations metered in one transaction, with how many machines they have to meter (see `MeterTarget`). */
-interface Batch {
-  readonly organizations: Array<string>
-  machines: number
-  unmetered: number
-  stopped: number
-}
+/**
+ * Machines settled in one transaction (whole organizations: a batch closes once it holds this many),
+ * as at an hour's end, when every meter's span is closed: bounds how long one holds the event loop.
+ */
+const machinesPerSettle = 2500
 
 const make = Effect.gen(function*() {
   const config = yield* AppConfig
   const repo = yield* BillingRepo
+  const meterRepo = yield* MeterRepo
   const accounts = yield* Accounts
   const notices = yield* makeNotices
   const commit = yield* GroupCommit
   const prices = accounts.prices
   const intervalMs = (config.meterSeconds ?? 60) * 1000
   const lock = yield* Effect.makeSemaphore(1)
+  let swept = false
 
   /** What pays for usage now, and at which share of the list price. */
   const basisOf = (account: MeteredAccount | null) => {
@@ -99,36 +98,37 @@ const make = Effect.gen(function*() {
     }
   }
 
-  /**
-   * Meters a batch of organizations by `now` (their accounts read, every meter moved inside SQLite,
-   * the charges posted); answers the ones that became exhausted. Machines with no whole second yet
-   * are left for later.
-   */
-  const meterBatch = (batch: Batch, now: number, recentSince: number, machineId: string | null) =>
+  /** Reads (or makes) the accounts of these organizations; none in `unlimited` mode. */
+  const accountsOf = (organizationIds: ReadonlyArray<string>) =>
     Effect.gen(function*() {
-      const found = accounts.metered ? yield* repo.accountsOf(batch.organizations) : []
-      const accountOf = new Map(found.map((account) => [account.organization_id, account]))
-      const basis: Array<MeterBasis> = []
-      for (const organizationId of batch.organizations) {
-        const account = accounts.metered
-          ? accountOf.get(organizationId) ?? (yield* accounts.ensure(organizationId))
-          : null
-        if (account !== null) accountOf.set(organizationId, account)
-        const { basis: price_basis, permille } = basisOf(account)
-        basis.push({ organization_id: organizationId, price_basis, multiplier_permille: permille })
+      const accountOf = new Map<string, MeteredAccount>()
+      if (!accounts.metered) return accountOf
+      for (const account of yield* repo.accountsOf(organizationIds)) accountOf.set(account.organization_id, account)
+      for (const organizationId of organizationIds) {
+        if (!accountOf.has(organizationId)) accountOf.set(organizationId, yield* accounts.ensure(organizationId))
       }
-      const sums = yield* repo.meter({
-        now,
-        recentSince,
-        machineId,
-        basis,
-        unmetered: batch.unmetered > 0,
-        costing: batch.machines - batch.stopped,
-        stopped: batch.stopped > 0,
-        hourly: prices.hourly_micros,
-        unit: meterUnit
-      })
-      const sumOf = new Map(sums.map((sum) => [sum.organization_id, sum]))
+      return accountOf
+    })
+
+  /** Posts each account's charge of its organization's sums (several: added up); answers the newly exhausted. */
+  const post = (accountOf: ReadonlyMap<string, MeteredAccount>, sums: ReadonlyArray<MeterSum>, now: number) =>
+    Effect.gen(function*() {
+      const sumOf = new Map<string, MeterSum>()
+      for (const sum of sums) {
+        const before = sumOf.get(sum.organization_id)
+        sumOf.set(
+          sum.organization_id,
+          before === undefined ? sum : {
+            organization_id: sum.organization_id,
+            amount: before.amount + sum.amount,
+            seconds: before.seconds + sum.seconds,
+            machines: before.machines + sum.machines,
+            machine_id: before.machine_id ?? sum.machine_id,
+            charged_micros: before.charged_micros + sum.charged_micros,
+            charged_seconds: before.charged_seconds + sum.charged_seconds
+          }
+        )
+      }
       const exhausted: Array<string> = []
       const entries: Array<Postings> = []
       for (const account of accountOf.values()) {
@@ -142,43 +142,143 @@ const make = Effect.gen(function*() {
     })
 
   /**
-   * Meters every machine with unmetered time by now (or only `machineId`: a stop); answers the
-   * organizations that became exhausted, whose machines the caller stops, and how many machines
-   * it found to meter (none: nothing runs or stopped lately). One run at a time: a stop's metering
-   * waits for a tick in progress, which counted its machines before it metered them.
+   * The usual tick of a page of organizations (by id, after `after`), in one transaction: each whose
+   * open meters are still the ones to go on (they hold its running machines' runs, opened this hour
+   * for its payer of now) is charged what they cost by now less what its mark charged, and its mark
+   * moves to now; the others are answered, to be settled. `next`: where the next page starts (none:
+   * this was the last).
+   */
+  const tickPage = (after: string, now: number) =>
+    Effect.gen(function*() {
+      const marks = yield* meterRepo.page(after, organizationsPerPage)
+      const next = marks.length < organizationsPerPage ? null : marks[marks.length - 1]!.organization_id
+      const markOf = new Map(marks.map((row) => [row.organization_id, row]))
+      const openOf = new Map((yield* meterRepo.open(after, next, now)).map((row) => [row.organization_id, row]))
+      const runningOf = new Map((yield* meterRepo.running(after, next)).map((row) => [row.organization_id, row]))
+      const machines = [...runningOf.values()].reduce((sum, row) => sum + row.runs, 0)
+      // Each mark's account came with it; one without (a new organization) is made.
+      const accountOf = new Map<string, MeteredAccount>()
+      if (accounts.metered) {
+        for (const mark of marks) {
+          const { organization_id } = mark
+          accountOf.set(organization_id, mark.account_id === null ? yield* accounts.ensure(organization_id) : mark)
+        }
+      }
+      const hour = now - (now % 3_600_000)
+      const goOn: Array<OpenRuns> = []
+      const sums: Array<MeterSum> = []
+      const settle = new Map<string, number>()
+      for (const organizationId of new Set([...openOf.keys(), ...runningOf.keys()])) {
+        const [mark, open, running] = [
+          markOf.get(organizationId),
+          openOf.get(organizationId),
+          runningOf.get(organizationId)
+        ]
+        const same = mark !== undefined && open !== undefined && running !== undefined && open.runs === running.runs &&
+          open.started_sum === running.started_sum && mark.hour_start === hour &&
+          mark.price_basis === basisOf(accountOf.get(organizationId) ?? null).basis
+        if (!same) {
+          settle.set(organizationId, Math.max(open?.runs ?? 0, running?.runs ?? 0))
+          continue
+        }
+        goOn.push(open)
+        const seconds = open.cost_seconds - mark.charged_seconds
+        sums.push({
+          organization_id: organizationId,
+          amount: open.cost_micros - mark.charged_micros,
+          seconds,
+          machines: seconds > 0 ? open.runs : 0,
+          machine_id: open.machine_id,
+          charged_micros: mark.charged_micros,
+          charged_seconds: mark.charged_seconds
+        })
+      }
+      const charged = new Map<string, MeteredAccount>()
+      for (const { organization_id } of goOn) {
+        const account = accountOf.get(organization_id)
+        if (account !== undefined) charged.set(organization_id, account)
+      }
+      const exhausted = yield* post(charged, sums, now)
+      yield* meterRepo.charged(goOn, now)
+      return { next, settle, exhausted, machines }
+    })
+
+  /**
+   * Settles a batch of organizations' runs (or only `machineId`'s: a stop) by `now` in one
+   * transaction: every open meter closed into the usage rows and the running ones opened again,
+   * runs no meter holds yet metered, the spans' cost since the marks charged; answers the
+   * organizations that became exhausted.
+   */
+  const settleBatch = (
+    organizationIds: ReadonlyArray<string>,
+    now: number,
+    recentSince: number,
+    machineId: string | null
+  ) =>
+    Effect.gen(function*() {
+      const accountOf = yield* accountsOf(organizationIds)
+      const basis = organizationIds.map((organizationId) => {
+        const { basis: price_basis, permille } = basisOf(accountOf.get(organizationId) ?? null)
+        return { organization_id: organizationId, price_basis, multiplier_permille: permille }
+      })
+      const sums = yield* meterRepo.settle({ now, recentSince, machineId, basis, hourly: prices.hourly_micros })
+      // A whole organization's open meters now start within a second of now: nothing of them charged.
+      // A stop's spans leave its organization's mark.
+      if (machineId === null) yield* meterRepo.settled(basis, now)
+      else yield* Effect.forEach(sums, meterRepo.closed, { discard: true })
+      return yield* post(accountOf, sums, now)
+    })
+
+  /**
+   * Meters every running machine by now (or only `machineId`: a stop); answers the organizations
+   * that became exhausted, whose machines the caller stops, and how many machines run (none: the
+   * worker may sleep). One run at a time: a stop's metering waits for a tick in progress. The first
+   * run after start also settles the organizations with a run lost in a crash (see MeterRepo `lost`).
+   * Not waiting for each transaction's flush: one lost to a crash is metered again by the next tick
+   * (its marks and meters did not move), and the next commit makes it durable anyway.
    */
   const run = (machineId: string | null = null) =>
     lock.withPermits(1)(Effect.gen(function*() {
       const now = yield* Clock.currentTimeMillis
       const recentSince = now - 2 * intervalMs
-      const targets = yield* repo.meterTargets(recentSince, machineId)
-      // Whole organizations a batch (one may come twice: costing and stopped machines).
-      const batches: Array<Batch> = []
-      const batchOf = new Map<string, Batch>()
-      let machines = 0
-      for (const row of targets) {
-        let batch = batchOf.get(row.organization_id)
-        if (batch === undefined) {
-          batch = batches[batches.length - 1]
-          if (batch === undefined || batch.machines >= machinesPerBatch) {
-            batch = { organizations: [], machines: 0, unmetered: 0, stopped: 0 }
-            batches.push(batch)
-          }
-          batch.organizations.push(row.organization_id)
-          batchOf.set(row.organization_id, batch)
-        }
-        batch.machines += row.machines
-        batch.unmetered += row.unmetered
-        batch.stopped += row.stopped
-        machines += row.machines
+      if (machineId !== null) {
+        const organizationId = yield* meterRepo.organizationOf(machineId)
+        if (Option.isNone(organizationId)) return { exhausted: [], machines: 0 }
+        const exhausted = yield* commit.applied(settleBatch([organizationId.value], now, recentSince, machineId))
+        return { exhausted, machines: 1 }
       }
       const exhausted: Array<string> = []
-      for (const batch of batches) {
-        // Not waiting for the flush: a batch lost to a crash is metered again by the next tick (its
-        // meters did not move), and the next commit makes it durable anyway.
-        const newly = yield* commit.applied(meterBatch(batch, now, recentSince, machineId))
-        exhausted.push(...newly)
-        // Lets requests in between batches.
+      const settle = new Map<string, number>()
+      let machines = 0
+      let after: string | null = ""
+      while (after !== null) {
+        const page: Effect.Effect.Success<ReturnType<typeof tickPage>> = yield* commit.applied(tickPage(after, now))
+        exhausted.push(...page.exhausted)
+        for (const [organizationId, runs] of page.settle) settle.set(organizationId, runs)
+        machines += page.machines
+        after = page.next
+        // Lets requests in between transactions.
+        yield* Effect.yieldNow()
+      }
+      if (!swept) {
+        for (const organizationId of yield* meterRepo.lost(recentSince)) {
+          if (!settle.has(organizationId)) settle.set(organizationId, 1)
+        }
+        swept = true
+      }
+      // Whole organizations a batch, closed once it holds this many machines.
+      let batch: Array<string> = []
+      let weight = 0
+      const batches = [batch]
+      for (const [organizationId, runs] of settle) {
+        if (weight >= machinesPerSettle) batches.push(batch = [])
+        if (weight >= machinesPerSettle) weight = 0
+        batch.push(organizationId)
+        weight += runs + 1
+      }
+      for (const organizationIds of batches) {
+        if (organizationIds.length === 0) continue
+        exhausted.push(...(yield* commit.applied(settleBatch(organizationIds, now, recentSince, null))))
         yield* Effect.yieldNow()
       }
       return { exhausted, machines }

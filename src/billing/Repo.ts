@@ -1,7 +1,5 @@
 /** SQL for the billing area's tables: accounts, the ledger, meters, usage and applied provider events. */
 import { Context, Effect, Layer, Option } from "effect"
-import type { Prices } from "../kernel/config/AppConfig.js"
-import { uuidv7 } from "../kernel/domain/Ids.js"
 import type { MachineSize } from "../kernel/domain/MachineStates.js"
 import { Prepared } from "../kernel/sql/Sqlite.js"
 
@@ -146,83 +144,6 @@ const chunks = <A>(rows: ReadonlyArray<A>) =>
     (_, i) => rows.slice(i * chunkSize, (i + 1) * chunkSize)
   )
 
-const usageColumns =
-  "machine_id, hour_start, price_basis, organization_id, size, hourly_micros, multiplier_permille, seconds, amount_micros"
-
-/** What a batch of the meter knows of each of its organizations (a row of billing_meter_basis). */
-export interface MeterBasis {
-  readonly organization_id: string
-  readonly price_basis: string
-  readonly multiplier_permille: number
-}
-
-/**
- * An organization with machines to meter: how many, how many of them have no meter yet, and how many
- * are stopped (see `paths`).
- */
-export interface MeterTarget {
-  readonly organization_id: string
-  readonly machines: number
-  readonly unmetered: number
-  readonly stopped: number
-}
-
-/**
- * What a batch metered for one organization: its machines' new seconds and micros, how many of them
- * had a whole second, one of those.
- */
-export interface MeterSum {
-  readonly organization_id: string
-  readonly amount: number
-  readonly seconds: number
-  readonly machines: number
-  readonly machine_id: string | null
-}
-
-const costing = "('running', 'stopping', 'restarting')"
-
-/**
- * The two kinds of machine with time to meter, each read from its own covering index alone
- * (`machines_costing`, `machines_stopped`: the conditions below are theirs), with where its metered
- * span ends. `costing`: in a state whose time costs (running, stopping, restarting) up to the
- * batch's time. `stopped`: stopped (or deleted, failed) after its meter's mark, up to its stop: rare
- * (a stop's own metering does it), read only for batches that hold one.
- */
-const paths = {
-  costing: { machines: `m.state IN ${costing} AND m.started_at IS NOT NULL`, to: "t.metered_at" },
-  stopped: { machines: `m.state NOT IN ${costing} AND m.started_at IS NOT NULL`, to: "m.stopped_at" }
-} as const
-type MeterPath = keyof typeof paths
-
-/** The greater of two non-null values (portable: SQLite's `max` of two, PostgreSQL's `GREATEST`). */
-const greatest = (a: string, b: string) => `CASE WHEN ${a} > ${b} THEN ${a} ELSE ${b} END`
-
-/** A meter's span and price over `t` (the batch's basis), `m` (its machine), `b` (its meter). */
-const spanOf = (path: MeterPath) => {
-  const from = `(${greatest("b.metered_until", "m.started_at")})`
-  const whole = `((${paths[path].to} - ${from}) / 1000)`
-  const hour = `(${from} - ${from} % 3600000)`
-  return {
-    from,
-    whole,
-    hour,
-    // The open usage row goes on while its hour, payer and size do; else it is closed and a new one opens.
-    goesOn: `(b.hour_start = ${hour} AND b.price_basis = t.price_basis AND b.size = m.size)`,
-    // Money.meter in integers: seconds × hourly × permille plus the carried fraction, in meter units.
-    total: `(${whole} * p.hourly_micros * t.multiplier_permille + b.carry)`
-  }
-}
-
-/** The batch's organizations' machines of `path` (and `machineId` alone when given). */
-const machinesOf = (path: MeterPath, machineId: string | null) =>
-  `billing_meter_basis t JOIN machines m ON m.organization_id = t.organization_id AND ${paths[path].machines}${
-    machineId === null ? "" : " AND m.id = ?"
-  }`
-
-/** The hourly price of each size, as rows to join (three bound parameters). */
-const pricesTable = `(SELECT 'small' AS size, CAST(? AS BIGINT) AS hourly_micros
-  UNION ALL SELECT 'default', CAST(? AS BIGINT) UNION ALL SELECT 'large', CAST(? AS BIGINT))`
-
 const ledgerColumns = [
   "id",
   "organization_id",
@@ -304,25 +225,6 @@ const make = Effect.gen(function*() {
         `SELECT a.organization_id FROM billing_accounts a WHERE a.exhausted_since IS NOT NULL AND EXISTS
           (SELECT 1 FROM machines m WHERE m.organization_id = a.organization_id AND m.projected_state = 'running')`
       ),
-    /**
-     * The organizations with machines to meter by now (or only `machineId`'s): per organization, how
-     * many (see `paths`: every costing one; a stopped one with a whole second after its meter's
-     * mark, or, never metered, stopped since `recentSince`) and how many of them are stopped.
-     */
-    meterTargets: (recentSince: number, machineId: string | null) => {
-      const only = machineId === null ? "" : " AND m.id = ?"
-      return db.all<MeterTarget>(
-        `SELECT m.organization_id, COUNT(*) AS machines, COUNT(*) - COUNT(b.machine_id) AS unmetered, 0 AS stopped
-          FROM machines m LEFT JOIN billing_meters b ON b.machine_id = m.id
-          WHERE ${paths.costing.machines}${only} GROUP BY m.organization_id
-          UNION ALL SELECT m.organization_id, COUNT(*), COUNT(*) - COUNT(b.machine_id), COUNT(*) FROM machines m
-          LEFT JOIN billing_meters b ON b.machine_id = m.id
-          WHERE ${paths.stopped.machines}${only}
-          AND m.stopped_at - ${greatest("coalesce(b.metered_until, m.started_at)", "m.started_at")} >= 1000
-          AND (b.machine_id IS NOT NULL OR m.stopped_at >= ?) GROUP BY m.organization_id`,
-        ...(machineId === null ? [recentSince] : [machineId, machineId, recentSince])
-      )
-    },
     /** What a tick reads of the accounts of these organizations (those that have one). */
     accountsOf: (organizationIds: ReadonlyArray<string>) =>
       Effect.map(
@@ -338,107 +240,6 @@ const make = Effect.gen(function*() {
         ),
         (pages) => pages.flat()
       ),
-    /**
-     * Meters a batch of organizations' machines by `now` inside SQLite, a few statements per kind
-     * of machine (`paths`; the stopped ones only when the batch holds one), never reading a machine
-     * into JS: their basis written to billing_meter_basis; a meter made for each machine without
-     * one; the open usage rows that cannot go on moved to billing_usage; every meter moved by its
-     * whole seconds (the same arithmetic as Money.meter); answers what each organization's machines
-     * added, summed from the meters this batch moved.
-     */
-    meter: (batch: {
-      readonly now: number
-      readonly recentSince: number
-      readonly machineId: string | null
-      readonly basis: ReadonlyArray<MeterBasis>
-      /** Whether the batch holds a machine without a meter yet; how many costing machines; a stopped one. */
-      readonly unmetered: boolean
-      readonly costing: number
-      readonly stopped: boolean
-      readonly hourly: Prices["hourly_micros"]
-      /** Money.meterUnit: whole micros are the total over it, the carried fraction what remains. */
-      readonly unit: number
-    }) =>
-      Effect.gen(function*() {
-        const tickId = uuidv7(batch.now)
-        const only = batch.machineId === null ? [] : [batch.machineId]
-        yield* db.runMany(
-          `INSERT INTO billing_meter_basis (tick_id, organization_id, price_basis, multiplier_permille, metered_at)
-            VALUES (?, ?, ?, ?, ?)`,
-          batch.basis.map((row) => [tickId, row.organization_id, row.price_basis, row.multiplier_permille, batch.now])
-        )
-        for (const path of batch.stopped ? ["costing", "stopped"] as const : ["costing"] as const) {
-          const span = spanOf(path)
-          const machines = `${machinesOf(path, batch.machineId)} JOIN ${pricesTable} p ON p.size = m.size`
-          const prices = [batch.hourly.small, batch.hourly.default, batch.hourly.large]
-          // What a tick moves on every meter: its seconds, micros and mark (its open row going on or new).
-          const moved = (seconds: string, amount: string) =>
-            `hourly_micros = p.hourly_micros, multiplier_permille = t.multiplier_permille,
-              seconds = ${seconds} + ${span.whole}, amount_micros = ${amount} + ${span.total} / ${batch.unit},
-              metered_until = ${span.from} + ${span.whole} * 1000, carry = ${span.total} % ${batch.unit},
-              tick_id = t.tick_id, tick_seconds = ${span.whole}, tick_amount = ${span.total} / ${batch.unit}`
-          if (batch.unmetered) {
-            // A new meter opens its row at its machine's start, so the next statement moves it.
-            yield* db.run(
-              `INSERT INTO billing_meters (machine_id, organization_id, hour_start, price_basis, size, hourly_micros,
-                multiplier_permille, metered_until, carry) SELECT m.id, m.organization_id,
-                m.started_at - m.started_at % 3600000, t.price_basis, m.size, p.hourly_micros, t.multiplier_permille,
-                m.started_at, 0 FROM ${machines}
-                WHERE t.tick_id = ? AND NOT EXISTS (SELECT 1 FROM billing_meters b WHERE b.machine_id = m.id)${
-                path === "stopped" ? " AND m.stopped_at >= ?" : ""
-              }`,
-              ...only,
-              ...prices,
-              tickId,
-              ...(path === "stopped" ? [batch.recentSince] : [])
-            )
-          }
-          // The usual case, every costing machine's open row going on: one statement, nothing closed (a
-          // machine that started since the count and needs a new row waits for the next tick at worst).
-          const wentOn = path === "costing"
-            ? yield* db.run(
-              `UPDATE billing_meters AS b SET ${moved("b.seconds", "b.amount_micros")}
-                FROM ${machines} WHERE b.machine_id = m.id AND t.tick_id = ? AND ${span.goesOn}`,
-              ...only,
-              ...prices,
-              tickId
-            )
-            : 0
-          if (path === "costing" && wentOn >= batch.costing) continue
-          // Else the open rows that cannot go on move to billing_usage and their meters open new ones
-          // (the meters moved above have no whole second left).
-          yield* db.run(
-            `INSERT INTO billing_usage (${usageColumns}) SELECT ${usageColumns.replace(/(\w+)/g, "b.$1")}
-              FROM ${machinesOf(path, batch.machineId)} JOIN billing_meters b ON b.machine_id = m.id
-              WHERE t.tick_id = ? AND b.seconds > 0 AND ${span.whole} > 0 AND NOT ${span.goesOn}
-              ON CONFLICT (machine_id, hour_start, price_basis) DO UPDATE SET seconds = billing_usage.seconds +
-              excluded.seconds, amount_micros = billing_usage.amount_micros + excluded.amount_micros`,
-            ...only,
-            tickId
-          )
-          yield* db.run(
-            `UPDATE billing_meters AS b SET hour_start = ${span.hour}, price_basis = t.price_basis, size = m.size, ${
-              moved(
-                `CASE WHEN ${span.goesOn} THEN b.seconds ELSE 0 END`,
-                `CASE WHEN ${span.goesOn} THEN b.amount_micros ELSE 0 END`
-              )
-            } FROM ${machines} WHERE b.machine_id = m.id AND t.tick_id = ? AND ${span.whole} > 0`,
-            ...only,
-            ...prices,
-            tickId
-          )
-        }
-        const sums = yield* db.all<MeterSum>(
-          `SELECT t.organization_id, SUM(b.tick_amount) AS amount, SUM(b.tick_seconds) AS seconds,
-            COUNT(CASE WHEN b.tick_seconds > 0 THEN 1 END) AS machines,
-            MIN(CASE WHEN b.tick_seconds > 0 THEN b.machine_id END) AS machine_id FROM billing_meter_basis t
-            JOIN billing_meters b ON b.organization_id = t.organization_id AND b.tick_id = t.tick_id
-            WHERE t.tick_id = ? GROUP BY t.organization_id`,
-          tickId
-        )
-        yield* db.run("DELETE FROM billing_meter_basis WHERE tick_id = ?", tickId)
-        return sums
-      }),
     insertLedgerMany: (rows: ReadonlyArray<LedgerInsert>) =>
       db.runMany(
         `INSERT INTO billing_ledger (${ledgerColumns.join(", ")}) VALUES (${ledgerColumns.map(() => "?").join(", ")})`,

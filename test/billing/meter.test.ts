@@ -129,15 +129,16 @@ describe("billing", () => {
       assert.isAbove(first, 0)
       assert.isAbove(second, 0)
       assert.strictEqual(first + second, Math.floor((now - startedAt) / 1000))
-      // The first hour's row was closed into billing_usage; the meter holds the second hour's.
+      // The first hour's row was closed into billing_usage; the meter holds the second hour's span,
+      // which readers see up to the organization's mark.
       const closed = yield* s.sql<{ hour_start: number; seconds: number }>`SELECT hour_start, seconds
         FROM billing_usage WHERE machine_id = ${machine}`
       assert.deepStrictEqual(closed.map((row) => [Number(row.hour_start), Number(row.seconds)]), [[firstHour, first]])
-      const open = yield* s.sql<{ hour_start: number; seconds: number }>`SELECT hour_start, seconds
-        FROM billing_meters WHERE machine_id = ${machine}`
-      assert.deepStrictEqual(open.map((row) => [Number(row.hour_start), Number(row.seconds)]), [[
+      const open = yield* s.sql<{ hour_start: number; opened_at: number }>`SELECT hour_start, opened_at
+        FROM billing_meters WHERE machine_id = ${machine} AND is_open = 1`
+      assert.deepStrictEqual(open.map((row) => [Number(row.hour_start), Number(row.opened_at)]), [[
         firstHour + hour,
-        second
+        now - second * 1000
       ]])
       // Charged exactly what the usage rows say, and the ledger adds up.
       const usage = yield* s.billing.usageRows(alice.organizationId, 0, Date.UTC(2100, 0), machine)

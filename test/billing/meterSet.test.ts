@@ -74,8 +74,9 @@ describe("meter tick in SQL", () => {
         assert.deepStrictEqual(invariant.rows, invariant.balances)
         assert.strictEqual(10_000_000 - invariant.balances.trial, amount)
       }
-      // Nothing is left in the batches' scratch table.
+      // Nothing is left in the settles' scratch tables.
       const basis = yield* s.sql<{ n: number }>`SELECT COUNT(*) AS n FROM billing_meter_basis`
-      assert.strictEqual(Number(basis[0]!.n), 0)
+      const spans = yield* s.sql<{ n: number }>`SELECT COUNT(*) AS n FROM billing_meter_spans`
+      assert.deepStrictEqual([Number(basis[0]!.n), Number(spans[0]!.n)], [0, 0])
     }))
 })
