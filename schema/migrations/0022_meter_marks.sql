@@ -64,7 +64,7 @@ CREATE TABLE billing_meter_marks (
   price_basis TEXT NOT NULL,
   charged_micros BIGINT NOT NULL,
   charged_seconds BIGINT NOT NULL
-);
+) WITHOUT ROWID;
 
 -- Usage per machine per hour as readers see it: the closed rows, and each open run's span up to its
 -- organization's mark.

@@ -12,7 +12,7 @@ import { Clock, Context, Effect, Layer, Option } from "effect"
 import { AppConfig } from "../kernel/config/AppConfig.js"
 import { GroupCommit } from "../kernel/sql/GroupCommit.js"
 import { Accounts, type Posting, type Postings } from "./Accounts.js"
-import { MeterRepo, type MeterSum, type OpenRuns } from "./MeterRepo.js"
+import { MeterRepo, type MeterSum, type OpenRuns, type SpanKind } from "./MeterRepo.js"
 import { exhaustedSince, monthOf, onTrialRules, permilleOf, split } from "./Money.js"
 import { makeNotices } from "./Notices.js"
 import { BillingRepo, type MeteredAccount } from "./Repo.js"
@@ -21,13 +21,21 @@ import { BillingRepo, type MeteredAccount } from "./Repo.js"
  * Organizations read and charged in one transaction of a tick: bounds how long one holds the event
  * loop, while each transaction's commit and few statements are paid once per page.
  */
-const organizationsPerPage = 500
+const organizationsPerPage = 1000
 
 /**
  * Machines settled in one transaction (whole organizations: a batch closes once it holds this many),
  * as at an hour's end, when every meter's span is closed: bounds how long one holds the event loop.
  */
 const machinesPerSettle = 2500
+
+/** An organization to settle: about how many machines, and which kinds of span it may hold. */
+interface ToSettle {
+  readonly runs: number
+  readonly kinds: ReadonlyArray<SpanKind>
+}
+
+const allKinds: ReadonlySet<SpanKind> = new Set(["open", "started", "lost"])
 
 const make = Effect.gen(function*() {
   const config = yield* AppConfig
@@ -167,7 +175,7 @@ const make = Effect.gen(function*() {
       const hour = now - (now % 3_600_000)
       const goOn: Array<OpenRuns> = []
       const sums: Array<MeterSum> = []
-      const settle = new Map<string, number>()
+      const settle = new Map<string, ToSettle>()
       for (const organizationId of new Set([...openOf.keys(), ...runningOf.keys()])) {
         const [mark, open, running] = [
           markOf.get(organizationId),
@@ -178,7 +186,13 @@ const make = Effect.gen(function*() {
           open.started_sum === running.started_sum && mark.hour_start === hour &&
           mark.price_basis === basisOf(accountOf.get(organizationId) ?? null).basis
         if (!same) {
-          settle.set(organizationId, Math.max(open?.runs ?? 0, running?.runs ?? 0))
+          // Runs without a meter only when the open meters do not hold every running machine's run.
+          const started = running !== undefined &&
+            (open === undefined || open.runs !== running.runs || open.started_sum !== running.started_sum)
+          settle.set(organizationId, {
+            runs: Math.max(open?.runs ?? 0, running?.runs ?? 0),
+            kinds: [...(open === undefined ? [] : ["open" as const]), ...(started ? ["started" as const] : [])]
+          })
           continue
         }
         goOn.push(open)
@@ -211,6 +225,7 @@ const make = Effect.gen(function*() {
    */
   const settleBatch = (
     organizationIds: ReadonlyArray<string>,
+    kinds: ReadonlySet<SpanKind>,
     now: number,
     recentSince: number,
     machineId: string | null
@@ -221,7 +236,7 @@ const make = Effect.gen(function*() {
         const { basis: price_basis, permille } = basisOf(accountOf.get(organizationId) ?? null)
         return { organization_id: organizationId, price_basis, multiplier_permille: permille }
       })
-      const sums = yield* meterRepo.settle({ now, recentSince, machineId, basis, hourly: prices.hourly_micros })
+      const sums = yield* meterRepo.settle({ kinds, now, recentSince, machineId, basis, hourly: prices.hourly_micros })
       // A whole organization's open meters now start within a second of now: nothing of them charged.
       // A stop's spans leave its organization's mark.
       if (machineId === null) yield* meterRepo.settled(basis, now)
@@ -244,17 +259,19 @@ const make = Effect.gen(function*() {
       if (machineId !== null) {
         const organizationId = yield* meterRepo.organizationOf(machineId)
         if (Option.isNone(organizationId)) return { exhausted: [], machines: 0 }
-        const exhausted = yield* commit.applied(settleBatch([organizationId.value], now, recentSince, machineId))
+        const exhausted = yield* commit.applied(
+          settleBatch([organizationId.value], allKinds, now, recentSince, machineId)
+        )
         return { exhausted, machines: 1 }
       }
       const exhausted: Array<string> = []
-      const settle = new Map<string, number>()
+      const settle = new Map<string, ToSettle>()
       let machines = 0
       let after: string | null = ""
       while (after !== null) {
         const page: Effect.Effect.Success<ReturnType<typeof tickPage>> = yield* commit.applied(tickPage(after, now))
         exhausted.push(...page.exhausted)
-        for (const [organizationId, runs] of page.settle) settle.set(organizationId, runs)
+        for (const [organizationId, toSettle] of page.settle) settle.set(organizationId, toSettle)
         machines += page.machines
         after = page.next
         // Lets requests in between transactions.
@@ -262,23 +279,24 @@ const make = Effect.gen(function*() {
       }
       if (!swept) {
         for (const organizationId of yield* meterRepo.lost(recentSince)) {
-          if (!settle.has(organizationId)) settle.set(organizationId, 1)
+          const { kinds = [], runs = 1 } = settle.get(organizationId) ?? {}
+          settle.set(organizationId, { runs, kinds: [...kinds, "lost"] })
         }
         swept = true
       }
       // Whole organizations a batch, closed once it holds this many machines.
-      let batch: Array<string> = []
-      let weight = 0
-      const batches = [batch]
-      for (const [organizationId, runs] of settle) {
-        if (weight >= machinesPerSettle) batches.push(batch = [])
-        if (weight >= machinesPerSettle) weight = 0
-        batch.push(organizationId)
-        weight += runs + 1
+      const batches: Array<{ organizationIds: Array<string>; kinds: Set<SpanKind>; weight: number }> = []
+      for (const [organizationId, { kinds, runs }] of settle) {
+        let batch = batches[batches.length - 1]
+        if (batch === undefined || batch.weight >= machinesPerSettle) {
+          batches.push(batch = { organizationIds: [], kinds: new Set(), weight: 0 })
+        }
+        batch.organizationIds.push(organizationId)
+        for (const kind of kinds) batch.kinds.add(kind)
+        batch.weight += runs + 1
       }
-      for (const organizationIds of batches) {
-        if (organizationIds.length === 0) continue
-        exhausted.push(...(yield* commit.applied(settleBatch(organizationIds, now, recentSince, null))))
+      for (const { kinds, organizationIds } of batches) {
+        exhausted.push(...(yield* commit.applied(settleBatch(organizationIds, kinds, now, recentSince, null))))
         yield* Effect.yieldNow()
       }
       return { exhausted, machines }

@@ -85,7 +85,7 @@ const pricesTable = `(SELECT 'small' AS size, CAST(? AS BIGINT) AS hourly_micros
  * The runs a settle closes (or closes and opens again), keyed by the settle: rows that live only inside
  * its transaction, so a table of this connection alone, in memory (`temp_store`), written to no log.
  * `seconds`: the span's whole seconds; `charged_seconds`: what its mark already charged; `next_*`:
- * the meter after it (open again, or closed).
+ * the meter after it (open again, or closed). No key: each row is read once, by a scan of its settle's.
  */
 const spansTable = `CREATE TEMP TABLE IF NOT EXISTS billing_meter_spans (
   tick_id TEXT NOT NULL,
@@ -105,8 +105,7 @@ const spansTable = `CREATE TEMP TABLE IF NOT EXISTS billing_meter_spans (
   next_hour_start BIGINT NOT NULL,
   next_basis TEXT NOT NULL,
   next_hourly_micros BIGINT NOT NULL,
-  next_multiplier_permille INTEGER NOT NULL,
-  PRIMARY KEY (tick_id, machine_id)
+  next_multiplier_permille INTEGER NOT NULL
 )`
 
 const spanColumns = `tick_id, machine_id, organization_id, started_at, opened_at, carry, hour_start, price_basis, size,
@@ -173,7 +172,7 @@ const spans = {
         t.price_basis, m.size, p.hourly_micros, t.multiplier_permille, (m.stopped_at - m.started_at) / 1000, 0, 0`
   }
 } as const
-type SpanKind = keyof typeof spans
+export type SpanKind = keyof typeof spans
 
 /** An open meter whose machine still runs the same run: it goes on. */
 const goesOn = `m.state IN ${costing} AND m.started_at = b.started_at`
@@ -356,11 +355,13 @@ const make = Effect.gen(function*() {
         (rows) => rows.map((row) => row.organization_id)
       ),
     /**
-     * Settles these organizations' runs by `now` (only `machineId`'s when given): every span closed
-     * into billing_usage, the running ones opened again with the payer of `basis`; answers what each
-     * organization's spans cost since its mark. The caller moves the marks of whole organizations.
+     * Settles these organizations' runs by `now` (only `machineId`'s when given), the `kinds` of span
+     * that may be there (see `spans`): every span closed into billing_usage, the running ones opened
+     * again with the payer of `basis`; answers what each organization's spans cost since its mark.
+     * The caller moves the marks of whole organizations.
      */
     settle: (settle: {
+      readonly kinds: ReadonlySet<SpanKind>
       readonly now: number
       readonly recentSince: number
       readonly machineId: string | null
@@ -382,8 +383,9 @@ const make = Effect.gen(function*() {
         )
         const prices = [settle.hourly.small, settle.hourly.default, settle.hourly.large]
         const sums: Array<MeterSum> = []
+        // In this order: a restarted machine's old run closes before its new one opens.
         for (const kind of ["open", "started", "lost"] as const) {
-          sums.push(...(yield* settleKind(kind, { ...settle, tickId, prices })))
+          if (settle.kinds.has(kind)) sums.push(...(yield* settleKind(kind, { ...settle, tickId, prices })))
         }
         yield* db.run("DELETE FROM billing_meter_basis WHERE tick_id = ?", tickId)
         return sums
