@@ -84,8 +84,11 @@ const make = Effect.gen(function*() {
         updated_at = now
       }
     }
-    const after: MeteredAccount = {
-      ...account,
+    // What exhaustion reads of the account after the charge (not a copy of the whole row).
+    const after = {
+      minimum_balance_micros: account.minimum_balance_micros,
+      spend_cap_micros: account.spend_cap_micros,
+      exhausted_since: account.exhausted_since,
       trial_micros: balances.trial,
       plan_micros: balances.plan,
       credit_micros: balances.credit,

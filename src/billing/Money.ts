@@ -18,25 +18,46 @@ export const meter = (seconds: number, hourly: number, permille: number, carry: 
   return { amount, carry: total - amount * meterUnit }
 }
 
-/** The UTC calendar month of `at`, `YYYY-MM`: the spend cap's and the refill cap's window. */
-export const monthOf = (at: number) => new Date(at).toISOString().slice(0, 7)
+let lastMonth = { at: Number.NaN, month: "" }
+
+/**
+ * The UTC calendar month of `at`, `YYYY-MM`: the spend cap's and the refill cap's window. The last
+ * answer is kept: a meter tick asks it of the same instant for every organization.
+ */
+export const monthOf = (at: number) => {
+  if (at !== lastMonth.at) lastMonth = { at, month: new Date(at).toISOString().slice(0, 7) }
+  return lastMonth.month
+}
+
+/** What spendable and exhaustion read of an account. */
+export type Spendable = Pick<
+  MeteredAccount,
+  | "trial_micros"
+  | "plan_micros"
+  | "credit_micros"
+  | "minimum_balance_micros"
+  | "spend_cap_micros"
+  | "spend_month"
+  | "credit_spent_micros"
+  | "exhausted_since"
+>
 
 /** Credit the spend cap still lets usage take this month (all of it without a cap). */
-export const creditUsable = (account: MeteredAccount, now: number) => {
+export const creditUsable = (account: Spendable, now: number) => {
   if (account.spend_cap_micros === null) return account.credit_micros
   const spent = account.spend_month === monthOf(now) ? account.credit_spent_micros : 0
   return Math.min(account.credit_micros, Math.max(0, account.spend_cap_micros - spent))
 }
 
 /** `max(0, trial + plan + usable credit − minimum balance)`. */
-export const spendable = (account: MeteredAccount, now: number) =>
+export const spendable = (account: Spendable, now: number) =>
   Math.max(
     0,
     account.trial_micros + account.plan_micros + creditUsable(account, now) - account.minimum_balance_micros
   )
 
 /** When the account's balance ran out by `now` (kept from before, or `now`), or null while spendable is positive. */
-export const exhaustedSince = (account: MeteredAccount, now: number) =>
+export const exhaustedSince = (account: Spendable, now: number) =>
   spendable(account, now) > 0 ? null : account.exhausted_since ?? now
 
 /**
