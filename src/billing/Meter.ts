@@ -260,7 +260,7 @@ const make = Effect.gen(function*() {
       const now = yield* Clock.currentTimeMillis
       const recentSince = now - 2 * intervalMs
       if (machineId !== null) {
-        const organizationId = yield* meterRepo.organizationOf(machineId)
+        const organizationId = yield* meterRepo.toSettle(machineId, recentSince)
         if (Option.isNone(organizationId)) return { exhausted: [], machines: 0 }
         const exhausted = yield* commit.applied(
           settleBatch([organizationId.value], allKinds, now, recentSince, machineId)

@@ -295,10 +295,21 @@ const make = Effect.gen(function*() {
         }) b GROUP BY b.organization_id`,
         ...(upTo === null ? [now, after] : [now, after, upTo])
       ),
-    /** The organization of a machine (a stop's metering settles that one machine). */
-    organizationOf: (machineId: string) =>
+    /**
+     * The organization of a stopped machine with something to settle: an open meter, or a last run no
+     * meter holds (see `spans.lost`); none when its stop was metered already (a stop of a stopped
+     * machine) or it runs the run its meter holds.
+     */
+    toSettle: (machineId: string, recentSince: number) =>
       Effect.map(
-        db.first<{ organization_id: string }>("SELECT organization_id FROM machines WHERE id = ?", machineId),
+        db.first<{ organization_id: string }>(
+          `SELECT m.organization_id FROM machines m LEFT JOIN billing_meters b ON b.machine_id = m.id
+            WHERE m.id = ? AND m.started_at IS NOT NULL AND (
+              (b.is_open = 1 AND NOT (${goesOn}))
+              OR (m.state NOT IN ${costing} ${spans.lost.where}))`,
+          machineId,
+          recentSince
+        ),
         Option.map((row) => row.organization_id)
       ),
     /** The running machines of the organizations after `after` and up to `upTo` (none: no bound). */
