@@ -33,6 +33,9 @@ interface Cause {
 
 const reasonWords: Record<string, string> = { auto_stop: "auto-stop timer", idle_sleep: "idle-sleep timer" }
 
+/** The reasons of a succeeded stop that someone is told of (see `causesOf`). */
+const alertingStops = new Set([...Object.keys(reasonWords), "abuse"])
+
 /** Who hears of a settled operation, and what they are told. */
 const causesOf = (operation: OperationRow, machine: MachineRow, owners: ReadonlyArray<string>): Array<Cause> => {
   const name = `"${machine.name}"`
@@ -146,8 +149,14 @@ export const makeRecorder = Effect.gen(function*() {
         // The organization's own news: no machine (coalesced per organization, type and member).
         return yield* write(event.organizationId, billingCause(event, to), { machineId: "", operationId: null }, now)
       }
-      // Only failures and stops can concern an alert: a succeeded exec costs no read.
-      if (event._tag !== "OperationSettled" || (event.type === "operation.succeeded" && event.kind !== "stop")) return
+      // Only failures and stops for a timer or the abuse guard concern an alert: a succeeded exec,
+      // or a stop asked for through the API, costs no read.
+      if (event._tag !== "OperationSettled") return
+      if (
+        event.type === "operation.succeeded" && !(event.kind === "stop" && alertingStops.has(event.stopReason ?? "api"))
+      ) {
+        return
+      }
       const operation = yield* operations.find(event.operationId)
       const machine = yield* machines.find(event.machineId)
       if (Option.isNone(operation) || Option.isNone(machine)) return

@@ -218,6 +218,7 @@ const make = Effect.gen(function*() {
           type: outcome.status === "succeeded" ? "operation.succeeded" : "operation.failed",
           operationId: operation.id,
           kind: operation.kind,
+          stopReason: operation.stop_reason,
           machineId: operation.machine_id,
           organizationId: operation.organization_id
         })

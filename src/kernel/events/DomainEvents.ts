@@ -40,8 +40,12 @@ export type DomainEvent =
     readonly _tag: "OperationSettled"
     readonly type: "operation.succeeded" | "operation.failed"
     readonly operationId: string
-    /** So a recorder can pass over what cannot concern it (a succeeded exec) without a read. */
+    /**
+     * So a recorder can pass over what cannot concern it (a succeeded exec, a stop asked for through
+     * the API) without a read: the operation's kind, and a stop's reason.
+     */
     readonly kind: OperationKind
+    readonly stopReason: string | null
     readonly machineId: string
     readonly organizationId: string
   }

@@ -8,6 +8,7 @@ const settled = (machineId: string): DomainEvent => ({
   type: "operation.succeeded",
   operationId: `op-${machineId}`,
   kind: "exec",
+  stopReason: null,
   machineId,
   organizationId: "org"
 })
