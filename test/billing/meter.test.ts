@@ -107,7 +107,7 @@ describe("billing", () => {
       assert.strictEqual(after[0]!.seconds, 52)
     }))
 
-  it.scoped("the meter's open usage row closes at the hour: rows per hour, every second charged once", () =>
+  it.scoped("the meter's span closes at the hour: rows per hour, every second charged once", () =>
     Effect.gen(function*() {
       const s = yield* billingServices({ prices: cheapPrices({ trial: { total_micros: 1_000_000 } }) })
       const alice = yield* s.owner("alice@example.com")
