@@ -2,7 +2,7 @@
  * One meter tick with 10,000 running machines over 1,000 organizations, in-process on a real
  * SQLite file: each tick charges every organization what its machines' open spans cost since its
  * mark (a ledger row with the balance, the mark moved; no machine's meter is written), in pages of
- * 500 organizations, with the event loop free between them. Baseline, same run: the same number of
+ * 1,000 organizations, with the event loop free between them. Baseline, same run: the same number of
  * plain `UPDATE`s through better-sqlite3 in one transaction (what the cheapest meter writing one row
  * per machine would cost). A fourth tick is measured at an hour's end, when every organization
  * settles: every open span is closed into billing_usage and opened again. Figures: time per tick
