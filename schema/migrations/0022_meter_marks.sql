@@ -3,7 +3,9 @@
 -- fraction carried, its price and hour), which changes only when the run starts or ends or its hour
 -- or payer changes; each organization's mark says up to when its open runs are charged and what
 -- they had cost by then. A tick reads what the open runs cost by now in one aggregate and writes one
--- mark per organization. The settles' scratch rows live in a TEMP table (MeterRepo.ts).
+-- mark per organization. The settles' scratch rows live in TEMP tables (MeterRepo.ts), so the
+-- scratch table of 0021 goes.
+DROP TABLE billing_meter_basis;
 
 -- The open usage rows of the old meters are charged: they move to billing_usage.
 DROP VIEW billing_usage_hours;

@@ -82,11 +82,23 @@ const pricesTable = `(SELECT 'small' AS size, CAST(? AS BIGINT) AS hourly_micros
   UNION ALL SELECT 'default', CAST(? AS BIGINT) UNION ALL SELECT 'large', CAST(? AS BIGINT))`
 
 /**
- * The runs a settle closes (or closes and opens again), keyed by the settle: rows that live only inside
- * its transaction, so a table of this connection alone, in memory (`temp_store`), written to no log.
- * `seconds`: the span's whole seconds; `charged_seconds`: what its mark already charged; `next_*`:
- * the meter after it (open again, or closed). No key: each row is read once, by a scan of its settle's.
+ * A settle's scratch rows, keyed by the settle, live only inside its transaction: tables of this
+ * connection alone, in memory (`temp_store`), written to no log.
+ * - `billing_meter_basis`: what pays for each organization of the settle, and at which share of the
+ *   list price (joined by its statements).
+ * - `billing_meter_spans`: the runs it closes (or closes and opens again). `seconds`: the span's whole
+ *   seconds; `charged_seconds`: what its mark already charged; `next_*`: the meter after it (open
+ *   again, or closed). No key: each row is read once, by a scan of its settle's.
  */
+const basisTable = `CREATE TEMP TABLE IF NOT EXISTS billing_meter_basis (
+  tick_id TEXT NOT NULL,
+  organization_id TEXT NOT NULL,
+  price_basis TEXT NOT NULL,
+  multiplier_permille INTEGER NOT NULL,
+  metered_at BIGINT NOT NULL,
+  PRIMARY KEY (tick_id, organization_id)
+)`
+
 const spansTable = `CREATE TEMP TABLE IF NOT EXISTS billing_meter_spans (
   tick_id TEXT NOT NULL,
   machine_id TEXT NOT NULL,
@@ -188,6 +200,7 @@ const make = Effect.gen(function*() {
       organizationIds.map((organizationId) => [organizationId, organizationId])
     )
 
+  yield* db.run(basisTable)
   yield* db.run(spansTable)
 
   /** Closes (and opens again) a settle's spans of one kind; answers what they cost since their marks. */
