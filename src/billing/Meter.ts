@@ -167,17 +167,10 @@ const make = Effect.gen(function*() {
       const openOf = new Map((yield* meterRepo.open(after, next, now)).map((row) => [row.organization_id, row]))
       const runningOf = new Map((yield* meterRepo.running(after, next)).map((row) => [row.organization_id, row]))
       const machines = [...runningOf.values()].reduce((sum, row) => sum + row.runs, 0)
-      // Each mark's account came with it; one without (a new organization) is made.
-      const accountOf = new Map<string, MeteredAccount>()
-      if (accounts.metered) {
-        for (const mark of marks) {
-          const { organization_id } = mark
-          accountOf.set(organization_id, mark.account_id === null ? yield* accounts.ensure(organization_id) : mark)
-        }
-      }
       const hour = now - (now % 3_600_000)
       const goOn: Array<OpenRuns> = []
       const sums: Array<MeterSum> = []
+      const charged = new Map<string, MeteredAccount>()
       const settle = new Map<string, ToSettle>()
       for (const organizationId of new Set([...openOf.keys(), ...runningOf.keys()])) {
         const [mark, open, running] = [
@@ -185,20 +178,30 @@ const make = Effect.gen(function*() {
           openOf.get(organizationId),
           runningOf.get(organizationId)
         ]
-        const same = mark !== undefined && open !== undefined && running !== undefined && open.runs === running.runs &&
-          open.started_sum === running.started_sum && mark.hour_start === hour &&
-          mark.price_basis === basisOf(accountOf.get(organizationId) ?? null).basis
-        if (!same) {
-          // Runs without a meter only when the open meters do not hold every running machine's run.
-          const started = running !== undefined &&
-            (open === undefined || open.runs !== running.runs || open.started_sum !== running.started_sum)
+        const holdsEveryRun = open !== undefined && running !== undefined && open.runs === running.runs &&
+          open.started_sum === running.started_sum
+        // A mark's account came with it; one without (a new organization) is made.
+        const account = mark === undefined || !accounts.metered
+          ? null
+          : mark.account_id === null
+          ? yield* accounts.ensure(organizationId)
+          : mark
+        if (
+          !holdsEveryRun || open === undefined || mark === undefined || mark.hour_start !== hour ||
+          mark.price_basis !== basisOf(account).basis
+        ) {
           settle.set(organizationId, {
             runs: Math.max(open?.runs ?? 0, running?.runs ?? 0),
-            kinds: [...(open === undefined ? [] : ["open" as const]), ...(started ? ["started" as const] : [])]
+            // Runs without a meter only when the open meters do not hold every running machine's run.
+            kinds: [
+              ...(open === undefined ? [] : ["open" as const]),
+              ...(running !== undefined && !holdsEveryRun ? ["started" as const] : [])
+            ]
           })
           continue
         }
         goOn.push(open)
+        if (account !== null) charged.set(organizationId, account)
         const seconds = open.cost_seconds - mark.charged_seconds
         sums.push({
           organization_id: organizationId,
@@ -209,11 +212,6 @@ const make = Effect.gen(function*() {
           charged_micros: mark.charged_micros,
           charged_seconds: mark.charged_seconds
         })
-      }
-      const charged = new Map<string, MeteredAccount>()
-      for (const { organization_id } of goOn) {
-        const account = accountOf.get(organization_id)
-        if (account !== undefined) charged.set(organization_id, account)
       }
       const exhausted = yield* post(charged, sums, now)
       yield* meterRepo.charged(goOn, now)
