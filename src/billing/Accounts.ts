@@ -18,15 +18,7 @@ import { uuidv7 } from "../kernel/domain/Ids.js"
 import { Entitlements, type EntitlementsShape, type Standing } from "../kernel/Entitlements.js"
 import { BalanceExhausted, CardVerificationRequired, TrialRestricted } from "../kernel/http/BillingErrors.js"
 import { exhaustedSince, hourlyOf, onTrialRules, spendable } from "./Money.js"
-import {
-  type AccountCharge,
-  type AccountRow,
-  type BalanceName,
-  BillingRepo,
-  type LedgerInsert,
-  type LedgerKind,
-  type MeteredAccount
-} from "./Repo.js"
+import { type AccountRow, type BalanceName, BillingRepo, type LedgerKind } from "./Repo.js"
 
 const day = 86_400_000
 
@@ -38,14 +30,6 @@ export interface Posting {
   readonly description: string
   readonly machineId?: string | null
   readonly reference?: string | null
-}
-
-/** Many organizations' postings, each with the account as read in the same transaction. */
-export interface Postings {
-  readonly account: MeteredAccount
-  readonly postings: ReadonlyArray<Posting>
-  /** The other columns a charge sets with its balances. */
-  readonly set: Pick<AccountCharge, "spend_month" | "credit_spent_micros" | "exhausted_since" | "updated_at">
 }
 
 export const isPlanTier = (value: string | null): value is PlanTier =>
@@ -75,39 +59,6 @@ const make = Effect.gen(function*() {
         reference: posting.reference ?? null,
         created_at: now
       })
-    })
-
-  /**
-   * `post` for many organizations in a few statements (a tick's charges): the balances after each
-   * row are counted from the account as the caller read it, in the same transaction, so they hold.
-   */
-  const postMany = (entries: ReadonlyArray<Postings>) =>
-    Effect.gen(function*() {
-      const now = yield* Clock.currentTimeMillis
-      const ledger: Array<LedgerInsert> = []
-      const charges: Array<AccountCharge> = []
-      for (const { account, postings, set } of entries) {
-        const moved = { trial: 0, plan: 0, credit: 0 }
-        for (const posting of postings) {
-          if (posting.amount === 0) continue
-          moved[posting.balance] += posting.amount
-          ledger.push({
-            id: uuidv7(),
-            organization_id: account.organization_id,
-            kind: posting.kind,
-            balance: posting.balance,
-            amount_micros: posting.amount,
-            balance_after_micros: account[`${posting.balance}_micros`] + moved[posting.balance],
-            description: posting.description,
-            machine_id: posting.machineId ?? null,
-            reference: posting.reference ?? null,
-            created_at: now
-          })
-        }
-        charges.push({ organization_id: account.organization_id, ...moved, ...set })
-      }
-      yield* repo.chargeMany(charges)
-      yield* repo.insertLedgerMany(ledger)
     })
 
   const newAccount = (organizationId: string, now: number): AccountRow => ({
@@ -258,7 +209,7 @@ const make = Effect.gen(function*() {
       })
   }
 
-  return { prices, metered, post, postMany, ensure, settle, standing, cardRequired, planOf, entitlements }
+  return { prices, metered, post, ensure, settle, standing, cardRequired, planOf, entitlements }
 })
 
 export class Accounts extends Context.Tag("svc/billing/Accounts")<Accounts, Effect.Effect.Success<typeof make>>() {

@@ -5,6 +5,7 @@
  */
 import { Layer } from "effect"
 import { Billing } from "./Billing.js"
+import { ChargeRepo } from "./ChargeRepo.js"
 import { Meter } from "./Meter.js"
 import { MeterRepo } from "./MeterRepo.js"
 import { Purchases } from "./Purchases.js"
@@ -17,5 +18,5 @@ export { AccountsLive } from "./Accounts.js"
 export const BillingLive = BillingWorker.layer.pipe(
   Layer.provideMerge(Purchases.layer),
   Layer.provideMerge(Layer.merge(Billing.layer, Meter.layer)),
-  Layer.provide(Layer.mergeAll(BillingRepo.layer, MeterRepo.layer, StripePayments.layer))
+  Layer.provide(Layer.mergeAll(BillingRepo.layer, MeterRepo.layer, ChargeRepo.layer, StripePayments.layer))
 )

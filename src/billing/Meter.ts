@@ -11,11 +11,11 @@
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import { AppConfig } from "../kernel/config/AppConfig.js"
 import { GroupCommit } from "../kernel/sql/GroupCommit.js"
-import { Accounts, type Posting, type Postings } from "./Accounts.js"
-import { MeterRepo, type MeterSum, type OpenRuns, type SpanKind } from "./MeterRepo.js"
-import { exhaustedSince, monthOf, onTrialRules, permilleOf, split } from "./Money.js"
+import { Accounts } from "./Accounts.js"
+import { ChargeRepo } from "./ChargeRepo.js"
+import { MeterRepo, type SpanKind } from "./MeterRepo.js"
 import { makeNotices } from "./Notices.js"
-import { BillingRepo, type MeteredAccount } from "./Repo.js"
+import { BillingRepo } from "./Repo.js"
 
 /**
  * Organizations read and charged in one transaction of a tick: bounds how long one holds the event
@@ -41,6 +41,7 @@ const make = Effect.gen(function*() {
   const config = yield* AppConfig
   const repo = yield* BillingRepo
   const meterRepo = yield* MeterRepo
+  const charges = yield* ChargeRepo
   const accounts = yield* Accounts
   const notices = yield* makeNotices
   const commit = yield* GroupCommit
@@ -49,105 +50,21 @@ const make = Effect.gen(function*() {
   const lock = yield* Effect.makeSemaphore(1)
   let swept = false
 
-  /** What pays for usage now, and at which share of the list price. */
-  const basisOf = (account: MeteredAccount | null) => {
-    if (account === null) return { basis: "unlimited", permille: 1000 }
-    const plan = accounts.planOf(account)
-    if (plan !== null) return { basis: plan, permille: permilleOf(prices.plans[plan].multiplier) }
-    return { basis: onTrialRules(account) ? "trial" : "credit", permille: 1000 }
-  }
-
-  /**
-   * An organization's charge of what a batch metered for it (`sum`; none: nothing) as postings (trial,
-   * then plan, then credit, a ledger row per balance touched) with the account's spend and exhaustion
-   * after it; `exhausted` when it ran out now.
-   */
-  const charge = (account: MeteredAccount, sum: MeterSum | undefined, now: number) => {
-    const { amount = 0, machine_id = null, machines: count = 0, seconds = 0 } = sum ?? {}
-    const description = `Running time: ${seconds} s over ${count} machine${count === 1 ? "" : "s"}`
-    const month = monthOf(now)
-    let { credit_spent_micros, spend_month, updated_at } = account
-    const balances = { trial: account.trial_micros, plan: account.plan_micros, credit: account.credit_micros }
-    const postings: Array<Posting> = []
-    for (const part of amount > 0 ? split(account, amount) : []) {
-      postings.push({
-        kind: "usage",
-        balance: part.balance,
-        amount: -part.amount,
-        description,
-        machineId: count === 1 ? machine_id : null
-      })
-      balances[part.balance] -= part.amount
-      if (part.balance === "credit") {
-        credit_spent_micros = (spend_month === month ? credit_spent_micros : 0) + part.amount
-        spend_month = month
-        updated_at = now
-      }
-    }
-    // What exhaustion reads of the account after the charge (not a copy of the whole row).
-    const after = {
-      minimum_balance_micros: account.minimum_balance_micros,
-      spend_cap_micros: account.spend_cap_micros,
-      exhausted_since: account.exhausted_since,
-      trial_micros: balances.trial,
-      plan_micros: balances.plan,
-      credit_micros: balances.credit,
-      spend_month,
-      credit_spent_micros
-    }
-    const exhausted_since = exhaustedSince(after, now)
-    if (exhausted_since !== account.exhausted_since) updated_at = now
-    const entry: Postings = {
-      account,
-      postings,
-      set: { spend_month, credit_spent_micros, exhausted_since, updated_at }
-    }
-    return {
-      entry,
-      changed: postings.length > 0 || updated_at !== account.updated_at,
-      exhausted: exhausted_since !== null && account.exhausted_since === null
-    }
-  }
-
-  /** Reads (or makes) the accounts of these organizations; none in `unlimited` mode. */
-  const accountsOf = (organizationIds: ReadonlyArray<string>) =>
+  /** Makes the accounts these organizations lack (`metered` mode only), before their runs are settled. */
+  const ensureAccounts = (organizationIds: ReadonlyArray<string>) =>
     Effect.gen(function*() {
-      const accountOf = new Map<string, MeteredAccount>()
-      if (!accounts.metered) return accountOf
-      for (const account of yield* repo.accountsOf(organizationIds)) accountOf.set(account.organization_id, account)
+      if (!accounts.metered) return
+      const held = new Set((yield* repo.accountsOf(organizationIds)).map((account) => account.organization_id))
       for (const organizationId of organizationIds) {
-        if (!accountOf.has(organizationId)) accountOf.set(organizationId, yield* accounts.ensure(organizationId))
+        if (!held.has(organizationId)) yield* accounts.ensure(organizationId)
       }
-      return accountOf
     })
 
-  /** Posts each account's charge of its organization's sums (several: added up); answers the newly exhausted. */
-  const post = (accountOf: ReadonlyMap<string, MeteredAccount>, sums: ReadonlyArray<MeterSum>, now: number) =>
+  /** Posts the charges the transaction filled (`metered` mode only); answers the newly exhausted. */
+  const postCharges = (now: number) =>
     Effect.gen(function*() {
-      const sumOf = new Map<string, MeterSum>()
-      for (const sum of sums) {
-        const before = sumOf.get(sum.organization_id)
-        sumOf.set(
-          sum.organization_id,
-          before === undefined ? sum : {
-            organization_id: sum.organization_id,
-            amount: before.amount + sum.amount,
-            seconds: before.seconds + sum.seconds,
-            machines: before.machines + sum.machines,
-            machine_id: before.machine_id ?? sum.machine_id,
-            charged_micros: before.charged_micros + sum.charged_micros,
-            charged_seconds: before.charged_seconds + sum.charged_seconds
-          }
-        )
-      }
-      const exhausted: Array<string> = []
-      const entries: Array<Postings> = []
-      for (const account of accountOf.values()) {
-        const charges = charge(account, sumOf.get(account.organization_id), now)
-        if (charges.changed) entries.push(charges.entry)
-        if (charges.exhausted) exhausted.push(account.organization_id)
-      }
-      yield* accounts.postMany(entries)
+      const exhausted = accounts.metered ? yield* charges.post(now) : []
+      yield* charges.clear
       for (const organizationId of exhausted) yield* notices.exhausted(organizationId)
       return exhausted
     })
@@ -161,61 +78,20 @@ const make = Effect.gen(function*() {
    */
   const tickPage = (after: string, now: number) =>
     Effect.gen(function*() {
-      const marks = yield* meterRepo.page(after, organizationsPerPage)
-      const next = marks.length < organizationsPerPage ? null : marks[marks.length - 1]!.organization_id
-      const markOf = new Map(marks.map((row) => [row.organization_id, row]))
-      const openOf = new Map((yield* meterRepo.open(after, next, now)).map((row) => [row.organization_id, row]))
-      const runningOf = new Map((yield* meterRepo.running(after, next)).map((row) => [row.organization_id, row]))
-      const machines = [...runningOf.values()].reduce((sum, row) => sum + row.runs, 0)
-      const hour = now - (now % 3_600_000)
-      const goOn: Array<OpenRuns> = []
-      const sums: Array<MeterSum> = []
-      const charged = new Map<string, MeteredAccount>()
+      const page = yield* meterRepo.tick(after, now, organizationsPerPage, accounts.metered)
+      const exhausted = yield* postCharges(now)
       const settle = new Map<string, ToSettle>()
-      for (const organizationId of new Set([...openOf.keys(), ...runningOf.keys()])) {
-        const [mark, open, running] = [
-          markOf.get(organizationId),
-          openOf.get(organizationId),
-          runningOf.get(organizationId)
-        ]
-        const holdsEveryRun = open !== undefined && running !== undefined && open.runs === running.runs &&
-          open.started_sum === running.started_sum
-        // A mark's account came with it; one without (a new organization) is made.
-        const account = mark === undefined || !accounts.metered
-          ? null
-          : mark.account_id === null
-          ? yield* accounts.ensure(organizationId)
-          : mark
-        if (
-          !holdsEveryRun || open === undefined || mark === undefined || mark.hour_start !== hour ||
-          mark.price_basis !== basisOf(account).basis
-        ) {
-          settle.set(organizationId, {
-            runs: Math.max(open?.runs ?? 0, running?.runs ?? 0),
-            // Runs without a meter only when the open meters do not hold every running machine's run.
-            kinds: [
-              ...(open === undefined ? [] : ["open" as const]),
-              ...(running !== undefined && !holdsEveryRun ? ["started" as const] : [])
-            ]
-          })
-          continue
-        }
-        goOn.push(open)
-        if (account !== null) charged.set(organizationId, account)
-        const seconds = open.cost_seconds - mark.charged_seconds
-        sums.push({
-          organization_id: organizationId,
-          amount: open.cost_micros - mark.charged_micros,
-          seconds,
-          machines: seconds > 0 ? open.runs : 0,
-          machine_id: open.machine_id,
-          charged_micros: mark.charged_micros,
-          charged_seconds: mark.charged_seconds
+      for (const row of page.unsettled) {
+        settle.set(row.organization_id, {
+          runs: Math.max(row.open_runs, row.running_runs),
+          // Runs without a meter only when the open meters do not hold every running machine's run.
+          kinds: [
+            ...(row.open_runs > 0 ? ["open" as const] : []),
+            ...(row.running_runs > 0 && row.holds_every_run === 0 ? ["started" as const] : [])
+          ]
         })
       }
-      const exhausted = yield* post(charged, sums, now)
-      yield* meterRepo.charged(goOn, now)
-      return { next, settle, exhausted, machines }
+      return { next: page.next, settle, exhausted, machines: page.machines }
     })
 
   /**
@@ -232,17 +108,17 @@ const make = Effect.gen(function*() {
     machineId: string | null
   ) =>
     Effect.gen(function*() {
-      const accountOf = yield* accountsOf(organizationIds)
-      const basis = organizationIds.map((organizationId) => {
-        const { basis: price_basis, permille } = basisOf(accountOf.get(organizationId) ?? null)
-        return { organization_id: organizationId, price_basis, multiplier_permille: permille }
+      yield* ensureAccounts(organizationIds)
+      yield* meterRepo.settle({
+        organizationIds,
+        kinds,
+        now,
+        recentSince,
+        machineId,
+        metered: accounts.metered,
+        prices
       })
-      const sums = yield* meterRepo.settle({ kinds, now, recentSince, machineId, basis, hourly: prices.hourly_micros })
-      // A whole organization's open meters now start within a second of now: nothing of them charged.
-      // A stop's spans leave its organization's mark.
-      if (machineId === null) yield* meterRepo.settled(basis, now)
-      else yield* Effect.forEach(sums, meterRepo.closed, { discard: true })
-      return yield* post(accountOf, sums, now)
+      return yield* postCharges(now)
     })
 
   /**

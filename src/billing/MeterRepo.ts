@@ -3,69 +3,30 @@
  * span: from where it counts (`opened_at`), the fraction carried into it, its price and hour; what a
  * span costs by an instant is Money.meter of its whole seconds to then. An organization's mark keeps
  * what its open spans were charged by its last tick, so a tick reads what they cost by now in one
- * aggregate (`page`), charges the difference and moves one mark per organization (`charged`); a
- * meter is written only when its run starts or ends, or its hour or payer changes (`settle`).
+ * aggregate, leaves the difference to be charged (ChargeRepo) and moves one mark per organization
+ * (`tick`); a meter is written only when its run starts or ends, or its hour or payer changes
+ * (`settle`).
  */
 import { Context, Effect, Layer, Option } from "effect"
 import type { Prices } from "../kernel/config/AppConfig.js"
 import { uuidv7 } from "../kernel/domain/Ids.js"
+import { greatest } from "../kernel/sql/Portable.js"
 import { Prepared } from "../kernel/sql/Sqlite.js"
+import { basisOf, chargesTable, permilleFor } from "./ChargeRepo.js"
 import { meterUnit } from "./Money.js"
-import { type MeteredAccount, meteredAccountColumns } from "./Repo.js"
 
-/** What pays for an organization's usage in a settle, and at which share of the list price. */
-export interface MeterBasis {
+/**
+ * An organization a tick leaves to be settled: how many open meters and running machines it has,
+ * and whether those meters hold every run (1) or not (0).
+ */
+export interface Unsettled {
   readonly organization_id: string
-  readonly price_basis: string
-  readonly multiplier_permille: number
-}
-
-/** What a settle's spans of an organization cost since its mark, and what the mark had charged of them. */
-export interface MeterSum {
-  readonly organization_id: string
-  readonly amount: number
-  readonly seconds: number
-  /** How many of its runs had a whole second, and one of them. */
-  readonly machines: number
-  readonly machine_id: string | null
-  readonly charged_micros: number
-  readonly charged_seconds: number
-}
-
-/** Up to when an organization's open runs are charged, and what they were charged by then. */
-export interface Mark {
-  readonly organization_id: string
-  readonly metered_at: number
-  readonly hour_start: number
-  readonly price_basis: string
-  readonly charged_micros: number
-  readonly charged_seconds: number
-}
-
-/** A mark with its organization's account as a tick reads it (`account_id` null: it has none). */
-export type MarkWithAccount = Mark & MeteredAccount & { readonly account_id: string | null }
-
-/** An organization's open runs: how many, the sum of their starts, and what they cost by now. */
-export interface OpenRuns {
-  readonly organization_id: string
-  readonly runs: number
-  readonly started_sum: number
-  readonly cost_micros: number
-  readonly cost_seconds: number
-  readonly machine_id: string
-}
-
-/** An organization's running machines: how many, and the sum of their starts. */
-export interface RunningMachines {
-  readonly organization_id: string
-  readonly runs: number
-  readonly started_sum: number
+  readonly open_runs: number
+  readonly running_runs: number
+  readonly holds_every_run: number
 }
 
 const costing = "('running', 'stopping', 'restarting')"
-
-/** The greater of two non-null values (portable: SQLite's `max` of two, PostgreSQL's `GREATEST`). */
-const greatest = (a: string, b: string) => `CASE WHEN ${a} > ${b} THEN ${a} ELSE ${b} END`
 
 /** A span's whole seconds from `from` to `to` (none before it starts). */
 const wholeSeconds = (from: string, to: string) =>
@@ -119,6 +80,29 @@ const spansTable = `CREATE TEMP TABLE IF NOT EXISTS billing_meter_spans (
   next_hourly_micros BIGINT NOT NULL,
   next_multiplier_permille INTEGER NOT NULL
 )`
+
+/**
+ * A tick's page of organizations, emptied in its transaction: its open meters (how many, the sum of
+ * their starts, what they cost by now, one of their machines), its running machines (how many, the
+ * sum of their starts), whether the meters go on (they hold every run, opened this hour for the
+ * payer of now), and what its mark had charged of them.
+ */
+const tickTable = `CREATE TEMP TABLE IF NOT EXISTS billing_meter_tick (
+  organization_id TEXT PRIMARY KEY,
+  open_runs INTEGER NOT NULL DEFAULT 0,
+  open_started_sum BIGINT,
+  cost_micros BIGINT,
+  cost_seconds BIGINT,
+  machine_id TEXT,
+  running_runs INTEGER NOT NULL DEFAULT 0,
+  running_started_sum BIGINT,
+  goes_on INTEGER NOT NULL DEFAULT 0,
+  mark_micros BIGINT,
+  mark_seconds BIGINT
+)`
+
+/** Whether a tick's open meters of an organization hold every run of its running machines (as many, the same starts). */
+const holdsEveryRun = "(t.open_runs = t.running_runs AND t.open_started_sum = t.running_started_sum)"
 
 const spanColumns = `tick_id, machine_id, organization_id, started_at, opened_at, carry, hour_start, price_basis, size,
   hourly_micros, multiplier_permille, seconds, charged_seconds, next_open, next_hour_start, next_basis,
@@ -202,8 +186,9 @@ const make = Effect.gen(function*() {
 
   yield* db.run(basisTable)
   yield* db.run(spansTable)
+  yield* db.run(tickTable)
 
-  /** Closes (and opens again) a settle's spans of one kind; answers what they cost since their marks. */
+  /** Closes (and opens again) a settle's spans of one kind; adds what they cost since their marks to the charges. */
   const settleKind = (kind: SpanKind, settle: {
     readonly tickId: string
     readonly machineId: string | null
@@ -222,15 +207,19 @@ const make = Effect.gen(function*() {
         ...(settle.machineId === null ? [] : [settle.machineId]),
         ...(kind === "lost" ? [settle.recentSince] : [])
       )
-      if (filled === 0) return []
+      if (filled === 0) return
       const cost = `${total("s", "s.seconds")} / ${meterUnit}`
       const charged = `${total("s", "s.charged_seconds")} / ${meterUnit}`
       const added = "s.seconds > s.charged_seconds"
-      const sums = yield* db.all<MeterSum>(
-        `SELECT s.organization_id, SUM(${cost} - ${charged}) AS amount, SUM(s.seconds - s.charged_seconds) AS seconds,
-          COUNT(CASE WHEN ${added} THEN 1 END) AS machines, MIN(CASE WHEN ${added} THEN s.machine_id END) AS machine_id,
-          SUM(${charged}) AS charged_micros, SUM(s.charged_seconds) AS charged_seconds
-          FROM billing_meter_spans s WHERE s.tick_id = ? GROUP BY s.organization_id`,
+      const sum = (column: string) => `${column} = ${chargesTable}.${column} + excluded.${column}`
+      yield* db.run(
+        `INSERT INTO ${chargesTable} (organization_id, amount, seconds, machines, machine_id, charged_micros,
+          charged_seconds) SELECT s.organization_id, SUM(${cost} - ${charged}), SUM(s.seconds - s.charged_seconds),
+          COUNT(CASE WHEN ${added} THEN 1 END), MIN(CASE WHEN ${added} THEN s.machine_id END), SUM(${charged}),
+          SUM(s.charged_seconds) FROM billing_meter_spans s WHERE s.tick_id = ? GROUP BY s.organization_id
+          ON CONFLICT (organization_id) DO UPDATE SET ${
+          ["amount", "seconds", "machines", "charged_micros", "charged_seconds"].map(sum).join(", ")
+        }, machine_id = coalesce(${chargesTable}.machine_id, excluded.machine_id)`,
         settle.tickId
       )
       yield* db.run(
@@ -274,40 +263,90 @@ const make = Effect.gen(function*() {
         settle.tickId
       )
       yield* db.run("DELETE FROM billing_meter_spans WHERE tick_id = ?", settle.tickId)
-      return sums
     })
+
+  /** The open meters of the organizations in `range`, with what they cost by now (bound first). */
+  const openRuns = (range: string) =>
+    `SELECT b.organization_id, COUNT(*) AS runs, SUM(b.started_at) AS started_sum,
+      SUM(${total("b", "(b.now_at - b.opened_at) / 1000")} / ${meterUnit}) AS cost_micros,
+      SUM((b.now_at - b.opened_at) / 1000) AS cost_seconds, MIN(b.machine_id) AS machine_id
+      FROM (SELECT organization_id, machine_id, started_at, opened_at, carry, hourly_micros, multiplier_permille,
+        CAST(? AS BIGINT) AS now_at FROM billing_meters WHERE is_open = 1 AND ${range}) b GROUP BY b.organization_id`
+
+  /** The running machines of the organizations in `range`: how many, and the sum of their starts. */
+  const runningMachines = (range: string) =>
+    `SELECT organization_id, COUNT(*) AS runs, SUM(started_at) AS started_sum FROM machines
+      WHERE state IN ${costing} AND started_at IS NOT NULL AND ${range} GROUP BY organization_id`
 
   return {
     /**
-     * The open runs of up to `limit` organizations after `after` (by id, those with a mark), each with
-     * what they cost from its mark to `now`.
+     * The usual tick of up to `limit` marked organizations after `after` (by id; the last page also
+     * takes the unmarked ones after it): each whose open meters go on (see `tickTable`) is left in
+     * the charges what they cost by now less what its mark charged (when `metered`), and its mark
+     * moves to now; the others are answered, to be settled, with how many machines run and where the
+     * next page starts (none: this was the last).
      */
-    page: (after: string, limit: number) =>
-      db.all<MarkWithAccount>(
-        `SELECT k.organization_id, k.metered_at, k.hour_start, k.price_basis, k.charged_micros, k.charged_seconds,
-          a.organization_id AS account_id, ${
-          meteredAccountColumns.filter((c) => c !== "organization_id").map((c) => `a.${c}`).join(", ")
+    tick: (after: string, now: number, limit: number, metered: boolean) =>
+      Effect.gen(function*() {
+        const next = Option.getOrNull(
+          Option.map(
+            yield* db.first<{ organization_id: string }>(
+              `SELECT organization_id FROM billing_meter_marks WHERE organization_id > ? ORDER BY organization_id
+                LIMIT 1 OFFSET ?`,
+              after,
+              limit - 1
+            ),
+            (row) => row.organization_id
+          )
+        )
+        const range = next === null ? "organization_id > ?" : "organization_id > ? AND organization_id <= ?"
+        const bounds = next === null ? [after] : [after, next]
+        yield* db.run(
+          `INSERT INTO billing_meter_tick (organization_id, open_runs, open_started_sum, cost_micros, cost_seconds,
+            machine_id) ${openRuns(range)}`,
+          now,
+          ...bounds
+        )
+        yield* db.run(
+          `INSERT INTO billing_meter_tick (organization_id, running_runs, running_started_sum) ${runningMachines(range)}
+            ON CONFLICT (organization_id) DO UPDATE SET running_runs = excluded.running_runs,
+            running_started_sum = excluded.running_started_sum`,
+          ...bounds
+        )
+        yield* db.run(
+          `UPDATE billing_meter_tick AS t SET goes_on = 1, mark_micros = k.charged_micros,
+            mark_seconds = k.charged_seconds
+            FROM billing_meter_marks k LEFT JOIN billing_accounts a ON a.organization_id = k.organization_id AND ? = 1
+            WHERE k.organization_id = t.organization_id AND ${holdsEveryRun} AND k.hour_start = ?
+              AND k.price_basis = ${basisOf("a")} AND (? = 0 OR a.organization_id IS NOT NULL)`,
+          metered ? 1 : 0,
+          now - (now % 3_600_000),
+          metered ? 1 : 0
+        )
+        const unsettled = yield* db.all<Unsettled>(
+          `SELECT organization_id, open_runs, running_runs, CASE WHEN ${holdsEveryRun} THEN 1 ELSE 0 END
+            AS holds_every_run FROM billing_meter_tick t WHERE goes_on = 0`
+        )
+        const machines = yield* db.first<{ machines: number }>(
+          "SELECT coalesce(SUM(running_runs), 0) AS machines FROM billing_meter_tick"
+        )
+        if (metered) {
+          yield* db.run(
+            `INSERT INTO ${chargesTable} (organization_id, amount, seconds, machines, machine_id)
+              SELECT organization_id, cost_micros - mark_micros, cost_seconds - mark_seconds,
+                CASE WHEN cost_seconds > mark_seconds THEN open_runs ELSE 0 END, machine_id
+              FROM billing_meter_tick WHERE goes_on = 1`
+          )
         }
-          FROM billing_meter_marks k LEFT JOIN billing_accounts a ON a.organization_id = k.organization_id
-          WHERE k.organization_id > ? ORDER BY k.organization_id LIMIT ?`,
-        after,
-        limit
-      ),
-    /**
-     * The open runs of the organizations after `after` and up to `upTo` (none: no bound): how many,
-     * the sum of their starts, and what they cost by `now`.
-     */
-    open: (after: string, upTo: string | null, now: number) =>
-      db.all<OpenRuns>(
-        `SELECT b.organization_id, COUNT(*) AS runs, SUM(b.started_at) AS started_sum,
-          SUM(${total("b", "(b.now_at - b.opened_at) / 1000")} / ${meterUnit}) AS cost_micros,
-          SUM((b.now_at - b.opened_at) / 1000) AS cost_seconds, MIN(b.machine_id) AS machine_id
-          FROM (SELECT organization_id, machine_id, started_at, opened_at, carry, hourly_micros, multiplier_permille,
-            CAST(? AS BIGINT) AS now_at FROM billing_meters WHERE is_open = 1 AND organization_id > ?${
-          upTo === null ? "" : " AND organization_id <= ?"
-        }) b GROUP BY b.organization_id`,
-        ...(upTo === null ? [now, after] : [now, after, upTo])
-      ),
+        yield* db.run(
+          `UPDATE billing_meter_marks AS k SET metered_at = ?, charged_micros = t.cost_micros,
+            charged_seconds = t.cost_seconds FROM billing_meter_tick t
+            WHERE t.goes_on = 1 AND k.organization_id = t.organization_id`,
+          now
+        )
+        yield* db.run("DELETE FROM billing_meter_tick")
+        return { next, unsettled, machines: Option.match(machines, { onNone: () => 0, onSome: (row) => row.machines }) }
+      }),
     /**
      * The organization of a stopped machine with something to settle: an open meter, or a last run no
      * meter holds (see `spans.lost`); none when its stop was metered already (a stop of a stopped
@@ -325,49 +364,6 @@ const make = Effect.gen(function*() {
         ),
         Option.map((row) => row.organization_id)
       ),
-    /** The running machines of the organizations after `after` and up to `upTo` (none: no bound). */
-    running: (after: string, upTo: string | null) =>
-      db.all<RunningMachines>(
-        `SELECT organization_id, COUNT(*) AS runs, SUM(started_at) AS started_sum FROM machines
-          WHERE state IN ${costing} AND started_at IS NOT NULL AND organization_id > ?${
-          upTo === null ? "" : " AND organization_id <= ?"
-        } GROUP BY organization_id`,
-        ...(upTo === null ? [after] : [after, upTo])
-      ),
-    /** Moves organizations' marks to `now`, with what their open runs cost by then. */
-    charged: (rows: ReadonlyArray<Pick<OpenRuns, "organization_id" | "cost_micros" | "cost_seconds">>, now: number) =>
-      db.runMany(
-        `UPDATE billing_meter_marks SET metered_at = ?, charged_micros = ?, charged_seconds = ?
-          WHERE organization_id = ?`,
-        rows.map((row) => [now, row.cost_micros, row.cost_seconds, row.organization_id])
-      ),
-    /**
-     * Marks settled organizations at `now`, their open meters (all just opened) charged nothing yet;
-     * those left with none have no mark, so ticks read only organizations that run something.
-     */
-    settled: (basis: ReadonlyArray<MeterBasis>, now: number) =>
-      Effect.zipRight(
-        db.runMany(
-          `INSERT INTO billing_meter_marks (organization_id, metered_at, hour_start, price_basis, charged_micros,
-          charged_seconds) VALUES (?, ?, ?, ?, 0, 0) ON CONFLICT (organization_id) DO UPDATE SET
-          metered_at = excluded.metered_at, hour_start = excluded.hour_start, price_basis = excluded.price_basis,
-          charged_micros = 0, charged_seconds = 0`,
-          basis.map((row) => [row.organization_id, now, now - (now % 3_600_000), row.price_basis])
-        ),
-        unmarkIdle(basis.map((row) => row.organization_id))
-      ),
-    /** Takes what the mark had charged of runs a stop closed off its organization's mark. */
-    closed: (sum: MeterSum) =>
-      Effect.zipRight(
-        db.run(
-          `UPDATE billing_meter_marks SET charged_micros = charged_micros - ?, charged_seconds = charged_seconds - ?
-          WHERE organization_id = ?`,
-          sum.charged_micros,
-          sum.charged_seconds,
-          sum.organization_id
-        ),
-        unmarkIdle([sum.organization_id])
-      ),
     /** The organizations with a stopped machine whose last run no meter holds (see `spans.lost`). */
     lost: (recentSince: number) =>
       Effect.map(
@@ -381,38 +377,67 @@ const make = Effect.gen(function*() {
     /**
      * Settles these organizations' runs by `now` (only `machineId`'s when given), the `kinds` of span
      * that may be there (see `spans`): every span closed into billing_usage, the running ones opened
-     * again with the payer of `basis`; answers what each organization's spans cost since its mark.
-     * The caller moves the marks of whole organizations.
+     * again with the payer of now (their account's, when `metered`); leaves in the charges what each
+     * organization's spans cost since its mark. Whole organizations are marked at now, their open
+     * meters charged nothing yet; a stop's spans leave its organization's mark. Those left with no
+     * open meter have no mark, so ticks read only organizations that run something.
      */
     settle: (settle: {
+      readonly organizationIds: ReadonlyArray<string>
       readonly kinds: ReadonlySet<SpanKind>
       readonly now: number
       readonly recentSince: number
       readonly machineId: string | null
-      readonly basis: ReadonlyArray<MeterBasis>
-      readonly hourly: Prices["hourly_micros"]
+      readonly metered: boolean
+      readonly prices: Prices
     }) =>
       Effect.gen(function*() {
         const tickId = uuidv7(settle.now)
         yield* db.runMany(
           `INSERT INTO billing_meter_basis (tick_id, organization_id, price_basis, multiplier_permille, metered_at)
-            VALUES (?, ?, ?, ?, ?)`,
-          settle.basis.map((row) => [
-            tickId,
-            row.organization_id,
-            row.price_basis,
-            row.multiplier_permille,
-            settle.now
-          ])
+            VALUES (?, ?, 'unlimited', 1000, ?)`,
+          settle.organizationIds.map((organizationId) => [tickId, organizationId, settle.now])
         )
-        const prices = [settle.hourly.small, settle.hourly.default, settle.hourly.large]
-        const sums: Array<MeterSum> = []
+        if (settle.metered) {
+          yield* db.run(
+            `UPDATE billing_meter_basis AS t SET price_basis = ${basisOf("a")},
+              multiplier_permille = ${permilleFor("a", settle.prices)}
+              FROM billing_accounts a WHERE t.tick_id = ? AND a.organization_id = t.organization_id`,
+            tickId
+          )
+        }
+        // Every organization is charged, with nothing if no span: its exhaustion is looked at again.
+        yield* db.run(
+          `INSERT INTO ${chargesTable} (organization_id) SELECT organization_id FROM billing_meter_basis
+            WHERE tick_id = ?`,
+          tickId
+        )
+        const { hourly_micros: hourly } = settle.prices
+        const prices = [hourly.small, hourly.default, hourly.large]
         // In this order: a restarted machine's old run closes before its new one opens.
         for (const kind of ["open", "started", "lost"] as const) {
-          if (settle.kinds.has(kind)) sums.push(...(yield* settleKind(kind, { ...settle, tickId, prices })))
+          if (settle.kinds.has(kind)) yield* settleKind(kind, { ...settle, tickId, prices })
         }
+        if (settle.machineId === null) {
+          yield* db.run(
+            `INSERT INTO billing_meter_marks (organization_id, metered_at, hour_start, price_basis, charged_micros,
+              charged_seconds) SELECT organization_id, ?, ?, price_basis, 0, 0 FROM billing_meter_basis
+              WHERE tick_id = ? ON CONFLICT (organization_id) DO UPDATE SET metered_at = excluded.metered_at,
+              hour_start = excluded.hour_start, price_basis = excluded.price_basis, charged_micros = 0,
+              charged_seconds = 0`,
+            settle.now,
+            settle.now - (settle.now % 3_600_000),
+            tickId
+          )
+        } else {
+          yield* db.run(
+            `UPDATE billing_meter_marks AS k SET charged_micros = k.charged_micros - c.charged_micros,
+              charged_seconds = k.charged_seconds - c.charged_seconds
+              FROM ${chargesTable} c WHERE c.organization_id = k.organization_id`
+          )
+        }
+        yield* unmarkIdle(settle.organizationIds)
         yield* db.run("DELETE FROM billing_meter_basis WHERE tick_id = ?", tickId)
-        return sums
       })
   }
 })

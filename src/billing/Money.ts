@@ -1,7 +1,7 @@
 /** The money rules as pure functions over integer micros (docs/billing.md). */
 import type { Prices } from "../kernel/config/AppConfig.js"
 import type { MachineSize } from "../kernel/domain/MachineStates.js"
-import type { AccountRow, BalanceName, MeteredAccount } from "./Repo.js"
+import type { AccountRow, MeteredAccount } from "./Repo.js"
 
 /** One micro of an hour's price per second is `hourly × permille / 3,600,000`: the meter's unit. */
 export const meterUnit = 3_600_000
@@ -59,22 +59,6 @@ export const spendable = (account: Spendable, now: number) =>
 /** When the account's balance ran out by `now` (kept from before, or `now`), or null while spendable is positive. */
 export const exhaustedSince = (account: Spendable, now: number) =>
   spendable(account, now) > 0 ? null : account.exhausted_since ?? now
-
-/**
- * How a charge is taken: trial first, then the plan's allowance, each while it lasts; the rest from
- * credit, which may go below zero (what ran is owed, and the next payment covers it first).
- */
-export const split = (account: Pick<AccountRow, "trial_micros" | "plan_micros">, amount: number) => {
-  const parts: Array<{ balance: BalanceName; amount: number }> = []
-  let left = amount
-  for (const balance of ["trial", "plan"] as const) {
-    const take = Math.min(left, Math.max(0, account[`${balance}_micros`]))
-    if (take > 0) parts.push({ balance, amount: take })
-    left -= take
-  }
-  if (left > 0) parts.push({ balance: "credit", amount: left })
-  return parts
-}
 
 /** Whether the trial rules hold: until the first confirmed payment. */
 export const onTrialRules = (account: Pick<AccountRow, "paid_at">) => account.paid_at === null

@@ -120,21 +120,6 @@ export interface UsageLine {
   readonly amount_micros: number
 }
 
-/** A ledger row and the balance it moves, for `postMany`. */
-export type LedgerInsert = Omit<LedgerRow, "seq">
-
-/** What a batch of charges moves on one account: each balance by a signed amount, and the spend and exhaustion. */
-export interface AccountCharge {
-  readonly organization_id: string
-  readonly trial: number
-  readonly plan: number
-  readonly credit: number
-  readonly spend_month: string
-  readonly credit_spent_micros: number
-  readonly exhausted_since: number | null
-  readonly updated_at: number
-}
-
 /** Values per `IN (...)` list: few statement texts to keep prepared, few statements to run. */
 const chunkSize = 64
 
@@ -143,19 +128,6 @@ const chunks = <A>(rows: ReadonlyArray<A>) =>
     { length: Math.ceil(rows.length / chunkSize) },
     (_, i) => rows.slice(i * chunkSize, (i + 1) * chunkSize)
   )
-
-const ledgerColumns = [
-  "id",
-  "organization_id",
-  "kind",
-  "balance",
-  "amount_micros",
-  "balance_after_micros",
-  "description",
-  "machine_id",
-  "reference",
-  "created_at"
-] as const
 
 const make = Effect.gen(function*() {
   const db = yield* Prepared
@@ -239,28 +211,6 @@ const make = Effect.gen(function*() {
             )
         ),
         (pages) => pages.flat()
-      ),
-    insertLedgerMany: (rows: ReadonlyArray<LedgerInsert>) =>
-      db.runMany(
-        `INSERT INTO billing_ledger (${ledgerColumns.join(", ")}) VALUES (${ledgerColumns.map(() => "?").join(", ")})`,
-        rows.map((row) => ledgerColumns.map((column) => row[column]))
-      ),
-    /** Moves many accounts' balances (by signed amounts) and sets their spend and exhaustion. */
-    chargeMany: (rows: ReadonlyArray<AccountCharge>) =>
-      db.runMany(
-        `UPDATE billing_accounts SET trial_micros = trial_micros + ?, plan_micros = plan_micros + ?,
-          credit_micros = credit_micros + ?, spend_month = ?, credit_spent_micros = ?, exhausted_since = ?,
-          updated_at = ? WHERE organization_id = ?`,
-        rows.map((row) => [
-          row.trial,
-          row.plan,
-          row.credit,
-          row.spend_month,
-          row.credit_spent_micros,
-          row.exhausted_since,
-          row.updated_at,
-          row.organization_id
-        ])
       ),
     /** Per machine of the organization, usage of the hours that start in [since, until). */
     usageByMachine: (organizationId: string, since: number, until: number, machineId: string | null) =>

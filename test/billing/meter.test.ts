@@ -6,7 +6,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Clock, Effect, Option, TestClock } from "effect"
-import { meter, split } from "../../src/billing/Money.js"
+import { meter } from "../../src/billing/Money.js"
 import { defaultLimits } from "../../src/kernel/config/AppConfig.js"
 import { failureTag, newMachine, until } from "../support/Services.js"
 import { billingServices, cheapPrices, ledgerInvariant, runningMachine } from "./support.js"
@@ -26,15 +26,6 @@ describe("money arithmetic", () => {
     assert.strictEqual(total, once.amount)
     assert.strictEqual(carry, once.carry)
     assert.strictEqual(once.amount, Math.floor(1000 * 40_000 * 0.9 / 3600))
-  })
-
-  it("split takes trial, then plan, then credit (which may go below zero)", () => {
-    assert.deepStrictEqual(split({ trial_micros: 5, plan_micros: 3 }, 10), [
-      { balance: "trial", amount: 5 },
-      { balance: "plan", amount: 3 },
-      { balance: "credit", amount: 2 }
-    ])
-    assert.deepStrictEqual(split({ trial_micros: 0, plan_micros: 20 }, 10), [{ balance: "plan", amount: 10 }])
   })
 })
 
