@@ -99,17 +99,17 @@ export class AlertSender extends Context.Tag("svc/alerts/AlertSender")<AlertSend
         return next === null ? undefined : Math.max(next - now, 0)
       })
 
-      const events = yield* bus.subscribe((event) =>
-        (event._tag === "OperationSettled" && (event.type === "operation.failed" || event.kind === "stop")) ||
-        event._tag === "BillingNotice"
-      )
       // An event wakes the sender once its transaction wrote alerts (the recorder's mark).
       const marks = yield* OutboxMarks
-      yield* Effect.forkScoped(
-        Effect.forever(
-          Effect.zipRight(Queue.take(events), Effect.suspend(() => marks.take("alerts") ? wake : Effect.void))
+      const events = yield* bus.subscribe(
+        marks.whenMarked(
+          "alerts",
+          (event) =>
+            (event._tag === "OperationSettled" && (event.type === "operation.failed" || event.kind === "stop")) ||
+            event._tag === "BillingNotice"
         )
       )
+      yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Queue.take(events), wake)))
       yield* Effect.forkScoped(Effect.forever(
         Effect.gen(function*() {
           const sleep = yield* round.pipe(

@@ -16,8 +16,9 @@ import { Purchases } from "./Purchases.js"
 import { BillingRepo } from "./Repo.js"
 
 type Stopped = Extract<DomainEvent, { _tag: "MachineEvent" }>
-const isStop = (event: DomainEvent): event is Stopped =>
-  event._tag === "MachineEvent" && event.type === "machine.stopped"
+/** A machine's stop; one that found it stopped already was metered at its real stop. */
+export const isStop = (event: DomainEvent): event is Stopped =>
+  event._tag === "MachineEvent" && event.type === "machine.stopped" && event.unchanged !== true
 const isStart = (event: DomainEvent) => event._tag === "MachineEvent" && event.type === "machine.ready"
 
 const make = Effect.gen(function*() {

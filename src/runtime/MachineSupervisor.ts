@@ -228,7 +228,8 @@ const make = Effect.gen(function*() {
             _tag: "MachineEvent",
             type,
             machineId: operation.machine_id,
-            organizationId: operation.organization_id
+            organizationId: operation.organization_id,
+            unchanged: outcome.status === "succeeded" && outcome.unchanged
           })
         }
       })

@@ -63,6 +63,8 @@ const make = Effect.gen(function*() {
     closeMachine: (machineId: string, reason: string) =>
       closeWhere((channel) => channel.machineId === machineId, closeCodes.machineStopped, reason),
     closeAll: (reason: string) => closeWhere(() => true, closeCodes.shutdown, reason),
+    /** Whether any channel is open. */
+    anyOpen: () => open.size > 0,
     /** How many channels are open on the machine (for tests and the docs' promise). */
     openOn: (machineId: string) => [...open.values()].filter((channel) => channel.machineId === machineId).length,
     revoke

@@ -21,8 +21,10 @@ const worker = Layer.scopedDiscard(Effect.gen(function*() {
   const channels = yield* TerminalChannels
   const bus = yield* DomainEvents
   yield* terminals.closeLeftOpen
+  // Only while a channel is open: the stops of machines nobody has a terminal on wake nothing.
   const ends = yield* bus.subscribe((event) =>
-    event._tag === "MachineEvent" && (event.type === "machine.stopped" || event.type === "machine.deleted")
+    event._tag === "MachineEvent" && (event.type === "machine.stopped" || event.type === "machine.deleted") &&
+    channels.anyOpen()
   )
   yield* Effect.forkScoped(Effect.forever(Effect.flatMap(ends.take, (event) =>
     event._tag === "MachineEvent"

@@ -204,12 +204,8 @@ export class WebhookSender extends Context.Tag("svc/webhooks/WebhookSender")<Web
 
       // An event wakes the sender once its transaction wrote deliveries (the recorder's mark).
       const marks = yield* OutboxMarks
-      const events = yield* bus.subscribe(recordable)
-      yield* Effect.forkScoped(
-        Effect.forever(
-          Effect.zipRight(Queue.take(events), Effect.suspend(() => marks.take("webhooks") ? wake : Effect.void))
-        )
-      )
+      const events = yield* bus.subscribe(marks.whenMarked("webhooks", recordable))
+      yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Queue.take(events), wake)))
       yield* Effect.forkScoped(Effect.forever(writer))
       yield* Effect.forkScoped(Effect.forever(
         Effect.gen(function*() {

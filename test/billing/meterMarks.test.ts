@@ -5,8 +5,11 @@
  * new payer) settles them: every span closed where it ended, the running ones opened again.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Clock, Effect, Option, TestClock } from "effect"
+import { Clock, Context, Effect, Option, Queue, TestClock } from "effect"
 import { meter } from "../../src/billing/Money.js"
+import { isStop } from "../../src/billing/Worker.js"
+import { DomainEvents } from "../../src/kernel/events/DomainEvents.js"
+import { until } from "../support/Services.js"
 import { type BillingServices, billingServices, cheapPrices, ledgerInvariant, runningMachine } from "./support.js"
 
 // Prices that leave a fraction of a micro on almost every tick.
@@ -97,6 +100,44 @@ describe("meter marks", () => {
       yield* s.meter.run()
       yield* s.meter.run(machineId)
       assert.strictEqual(yield* chargedOf(s, alice.organizationId), expected)
+    }))
+
+  it.scoped("a stop of a stopped machine meters nothing again, not even a run no meter holds", () =>
+    Effect.gen(function*() {
+      const s = yield* metered()
+      const alice = yield* s.owner("alice@example.com")
+      const machineId = yield* runningMachine(s, alice, "one")
+      const stopped = (state: string) =>
+        until(Effect.map(machineRow(s, machineId), (row) => row.state === state || undefined))
+      const stop = s.machines.change(alice, machineId, "stop", { force: false, stop_reason: "api" })
+      yield* TestClock.adjust(10_000)
+      yield* stop
+      yield* stopped("stopped")
+      yield* until(Effect.map(
+        s.sql<{ is_open: number }>`SELECT is_open FROM billing_meters WHERE machine_id = ${machineId}`,
+        (rows) => rows.length === 1 && Number(rows[0]!.is_open) === 0 || undefined
+      ))
+      const charged = yield* chargedOf(s, alice.organizationId)
+      assert.isAbove(charged, 0)
+      // As if the run were from before metering: no meter holds it. A stop again moves `stopped_at` to
+      // now, an hour on; metering it would charge the whole hour as a run lost to a crash.
+      yield* s.sql`DELETE FROM billing_meters WHERE machine_id = ${machineId}`
+      yield* TestClock.adjust(3_600_000)
+      const bus = Context.get(s.context, DomainEvents)
+      const stops = yield* bus.subscribe(isStop)
+      const all = yield* bus.subscribe((event) => event._tag === "MachineEvent" && event.machineId === machineId)
+      yield* stop
+      const event = yield* Queue.take(all)
+      assert.deepStrictEqual(event, {
+        _tag: "MachineEvent",
+        type: "machine.stopped",
+        machineId,
+        organizationId: alice.organizationId,
+        unchanged: true
+      })
+      assert.strictEqual(yield* Queue.size(stops), 0)
+      yield* s.meter.run()
+      assert.strictEqual(yield* chargedOf(s, alice.organizationId), charged)
     }))
 
   it.scoped("a restart closes the old run where the new one began and meters the new one from its start", () =>

@@ -30,6 +30,11 @@ export type DomainEvent =
     readonly type: "machine.created" | "machine.ready" | "machine.stopped" | "machine.deleted" | "machine.error"
     readonly machineId: string
     readonly organizationId: string
+    /**
+     * The operation found the machine so already (a stop of a stopped machine): nothing moved, so a
+     * subscriber that follows changes (billing's metering) passes over it.
+     */
+    readonly unchanged?: boolean
   }
   | {
     /** A PATCH changed the machine's settings (its stop timers, say). */

@@ -1,17 +1,22 @@
 /**
  * What an outbox recorder tells its sender: rows were written to its outbox (named by the area,
- * `webhooks` or `alerts`) since the sender last took the mark. A sender woken by the bus looks at
- * its table only then, so the events that concern nobody (nearly every operation) cost the senders
- * nothing. A mark left by a transaction that rolled back costs one look at the table; the table
- * stays the truth (a sender also looks at its start and at its retries' times).
+ * `webhooks` or `alerts`) since the sender was last woken. The bus hands a sender only the events
+ * that come with its mark (`whenMarked`), so the events that concern nobody (nearly every
+ * operation) cost the senders nothing, not even a wake. A mark left by a transaction that rolled
+ * back costs one look at the table; the table stays the truth (a sender also looks at its start
+ * and at its retries' times).
  */
 import { Context, Layer } from "effect"
+import type { DomainEvent } from "./DomainEvents.js"
 
 export interface OutboxMarksShape {
   /** Set by a recorder inside the transaction that wrote to `outbox`. */
   readonly mark: (outbox: string) => void
-  /** Whether `outbox` was written to since the last take; clears the mark. */
-  readonly take: (outbox: string) => boolean
+  /**
+   * A sender's bus filter: the events `accepts` takes that arrive with `outbox` written to since the
+   * last such event (clearing the mark), so the bus wakes the sender for nothing else.
+   */
+  readonly whenMarked: (outbox: string, accepts: (event: DomainEvent) => boolean) => (event: DomainEvent) => boolean
 }
 
 export class OutboxMarks extends Context.Tag("svc/kernel/events/OutboxMarks")<OutboxMarks, OutboxMarksShape>() {
@@ -19,7 +24,7 @@ export class OutboxMarks extends Context.Tag("svc/kernel/events/OutboxMarks")<Ou
     const marked = new Set<string>()
     return {
       mark: (outbox) => void marked.add(outbox),
-      take: (outbox) => marked.delete(outbox)
+      whenMarked: (outbox, accepts) => (event) => accepts(event) && marked.delete(outbox)
     }
   })
 }
