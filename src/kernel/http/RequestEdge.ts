@@ -15,7 +15,7 @@ import {
 } from "@effect/platform"
 import type { HttpApiEndpoint } from "@effect/platform"
 import { NodeHttpServerRequest } from "@effect/platform-node"
-import { Clock, Context, Effect, Exit, FiberRef, HashMap, Layer, LogLevel, Metric, Option, Stream } from "effect"
+import { Clock, Context, Effect, Exit, FiberRef, FiberRefs, HashMap, Layer, LogLevel, Option, Stream } from "effect"
 import { AppConfig } from "../config/AppConfig.js"
 import { acceptSeconds } from "../metrics/Metrics.js"
 import type { DurabilityShape } from "../sql/Durability.js"
@@ -113,21 +113,40 @@ const refuseMultipart = (request: HttpServerRequest.HttpServerRequest) => {
 export const CurrentCorrelationId = FiberRef.unsafeMake("")
 
 /**
- * The fiber that serves one request: it is forked for that request and ends with it, so what the
- * edge puts in its FiberRefs is set for the rest of the request, not scoped with `Effect.locally`
- * or `Effect.annotateLogs` (each an acquire/release of the old value that nothing would read again).
+ * Tags the fiber that serves one request: the correlation id (its FiberRef and log annotation), the
+ * least log level, and the pre-response handler that puts the id on the answer (the server writes
+ * the app's response itself before this wrapper sees it); answers when the request started, by the
+ * fiber's Clock. The fiber is forked for that request and ends with it, so these are set for the
+ * rest of the request rather than scoped (`Effect.locally` is an acquire/release of an old value
+ * nothing would read again), and all in one step rather than as five effects: every request pays
+ * for them.
  */
-const tagFiber = (correlationId: string) =>
-  FiberRef.set(CurrentCorrelationId, correlationId).pipe(
-    Effect.zipRight(
-      FiberRef.update(FiberRef.currentLogAnnotations, HashMap.set<string, unknown>("correlation_id", correlationId))
-    ),
-    // The server writes the app's response itself before this wrapper sees it, so the header is
-    // added through a pre-response handler rather than to the returned value.
-    Effect.zipRight(HttpApp.appendPreResponseHandler((_request, response) =>
+const tagFiber = (correlationId: string, level: LogLevel.LogLevel | undefined) =>
+  Effect.withFiberRuntime<bigint>((fiber) => {
+    const set = <A>(refs: FiberRefs.FiberRefs, fiberRef: FiberRef.FiberRef<A>, value: A) =>
+      FiberRefs.updateAs(refs, { fiberId: fiber.id(), fiberRef, value })
+    const header: HttpApp.PreResponseHandler = (_request, response) =>
       Effect.succeed(HttpServerResponse.setHeader(response, CORRELATION_HEADER, correlationId))
-    ))
-  )
+    const before = fiber.getFiberRef(HttpApp.currentPreResponseHandlers)
+    let refs = set(fiber.getFiberRefs(), CurrentCorrelationId, correlationId)
+    refs = set(
+      refs,
+      FiberRef.currentLogAnnotations,
+      HashMap.set(fiber.getFiberRef(FiberRef.currentLogAnnotations), "correlation_id", correlationId as unknown)
+    )
+    refs = set(
+      refs,
+      HttpApp.currentPreResponseHandlers,
+      Option.some<HttpApp.PreResponseHandler>(
+        Option.isNone(before)
+          ? header
+          : (request, response) => Effect.flatMap(before.value(request, response), (next) => header(request, next))
+      )
+    )
+    if (level !== undefined) refs = set(refs, FiberRef.currentMinimumLogLevel, level)
+    const started = Context.get(fiber.currentDefaultServices, Clock.Clock).unsafeCurrentTimeNanos()
+    return Effect.as(Effect.setFiberRefs(refs), started)
+  })
 
 /** What the route index reads of an HttpApi: its groups' endpoints. */
 type AnyApi = { readonly groups: Readonly<Record<string, { readonly endpoints: Readonly<Record<string, unknown>> }>> }
@@ -205,45 +224,49 @@ const logLevels: Record<string, LogLevel.LogLevel> = {
   none: LogLevel.None
 }
 
+/** What the edge writes at a request's end: its access line (none when quiet), and where to. */
+interface Finish {
+  readonly method: string
+  readonly route: string | undefined
+  readonly correlationId: string
+  readonly write: EdgeOptions["accessLog"]
+}
+
 /**
- * The access line of one request: method, route pattern, status, duration in milliseconds (until
- * the answer was handed to the server, after its commits are durable) and, from the fiber's log
- * annotations, the correlation id. A request whose client went away before the answer logs
- * status 499 (the nginx convention); one that failed past every mapping, 500.
+ * The end of one request, in one step: an accepted change's time into the accept histogram, and
+ * the access line: method, route pattern, status, duration in milliseconds (until the answer was
+ * handed to the server, after its commits are durable) and, from the fiber's log annotations, the
+ * correlation id. A request whose client went away before the answer logs status 499 (the nginx
+ * convention); one that failed past every mapping, 500.
  */
-const accessLine =
-  (method: string, route: string, startedNanos: bigint, correlationId: string, write: EdgeOptions["accessLog"]) =>
+const finish =
+  ({ correlationId, method, route, write }: Finish, startedNanos: bigint) =>
   <E>(exit: Exit.Exit<HttpServerResponse.HttpServerResponse, E>) =>
-    Effect.flatMap(Clock.currentTimeNanos, (now) => {
+    Effect.withFiberRuntime<void>((fiber) => {
+      const now = Context.get(fiber.currentDefaultServices, Clock.Clock).unsafeCurrentTimeNanos()
       const status = Exit.isSuccess(exit) ? exit.value.status : Exit.isInterrupted(exit) ? 499 : 500
+      if (status === 202) {
+        acceptSeconds.unsafeUpdate(Number(now - startedNanos) / 1e9, fiber.getFiberRef(FiberRef.currentMetricLabels))
+      }
+      if (route === undefined) return Effect.void
       const durationMs = Math.round(Number(now - startedNanos) / 1e4) / 100
       const message = `${method} ${route} ${status} ${durationMs}ms`
-      const line = write === undefined
-        ? Effect.logInfo(message).pipe(
+      if (write === undefined) {
+        return Effect.logInfo(message).pipe(
           Effect.annotateLogs({ access: true, method, route, status, duration_ms: durationMs })
         )
-        : Effect.withFiberRuntime<void>((fiber) => {
-          write({
-            message,
-            method,
-            route,
-            status,
-            duration_ms: durationMs,
-            correlation_id: correlationId,
-            fiber: `#${fiber.id().id}`
-          })
-          return Effect.void
-        })
-      return status === 202
-        ? Effect.zipRight(Metric.update(acceptSeconds, Number(now - startedNanos) / 1e9), line)
-        : line
+      }
+      write({
+        message,
+        method,
+        route,
+        status,
+        duration_ms: durationMs,
+        correlation_id: correlationId,
+        fiber: `#${fiber.id().id}`
+      })
+      return Effect.void
     })
-
-/** Without access lines: an accepted change's time still reaches the accept histogram. */
-const timeAccept = (startedNanos: bigint) => <E>(exit: Exit.Exit<HttpServerResponse.HttpServerResponse, E>) =>
-  Exit.isSuccess(exit) && exit.value.status === 202
-    ? Effect.flatMap(Clock.currentTimeNanos, (now) => Metric.update(acceptSeconds, Number(now - startedNanos) / 1e9))
-    : Effect.void
 
 /**
  * Wraps the whole server: assigns the correlation id, refuses bodies over the limit up front,
@@ -275,21 +298,11 @@ export const edge =
         }
         return Effect.zipLeft(app, durability.syncOwn)
       })
-      const tagged = level === undefined
-        ? tagFiber(correlationId)
-        : Effect.zipRight(FiberRef.set(FiberRef.currentMinimumLogLevel, level), tagFiber(correlationId))
-      if (quiet) {
-        return Effect.flatMap(
-          Effect.zipRight(tagged, Clock.currentTimeNanos),
-          (started) => Effect.onExit(serve, timeAccept(started))
-        )
-      }
-      const path = request.url.split("?", 1)[0]!
-      const route = options.routeOf?.(request.method, path) ?? path
-      return Effect.flatMap(
-        Effect.zipRight(tagged, Clock.currentTimeNanos),
-        (started) => Effect.onExit(serve, accessLine(request.method, route, started, correlationId, options.accessLog))
-      )
+      // Quiet (a level above info): no access line, so no route to name.
+      const route = quiet ? undefined : options.routeOf?.(request.method, request.url.split("?", 1)[0]!) ??
+        request.url.split("?", 1)[0]!
+      const ending = { method: request.method, route, correlationId, write: options.accessLog }
+      return Effect.flatMap(tagFiber(correlationId, level), (started) => Effect.onExit(serve, finish(ending, started)))
     })
   }
 
