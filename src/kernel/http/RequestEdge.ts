@@ -145,7 +145,8 @@ const tagFiber = (correlationId: string, level: LogLevel.LogLevel | undefined) =
     )
     if (level !== undefined) refs = set(refs, FiberRef.currentMinimumLogLevel, level)
     const started = Context.get(fiber.currentDefaultServices, Clock.Clock).unsafeCurrentTimeNanos()
-    return Effect.as(Effect.setFiberRefs(refs), started)
+    // Not `Effect.setFiberRefs`: it sets every ref the fiber has, each as an effect of its own.
+    return Effect.as(Effect.updateFiberRefs(() => refs), started)
   })
 
 /** What the route index reads of an HttpApi: its groups' endpoints. */
