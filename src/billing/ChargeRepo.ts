@@ -4,7 +4,7 @@
  * Money.ts (trial, then plan, then credit; the spend cap; exhaustion), writing a ledger row per
  * balance touched with the balances, in the caller's transaction. The rules are Money's, written
  * again in SQL so a tick of a thousand organizations reads none of them into JavaScript;
- * test/billing/charges.test.ts holds the two to agreeing.
+ * test/billing/charges.test.ts checks the SQL against them over hundreds of generated accounts.
  */
 import { Context, Effect, Layer } from "effect"
 import type { Prices } from "../kernel/config/AppConfig.js"
@@ -58,8 +58,9 @@ const createCharges = `CREATE TEMP TABLE IF NOT EXISTS ${chargesTable} (
 )`
 
 /**
- * Each charge with the parts it takes and the account after them, one rule a layer (Money.split,
- * then spend and Money.exhaustedSince); binds now and its month.
+ * Each charge with the parts it takes and the account after them, one rule a layer (trial, plan and
+ * credit taken in turn, the month's spend, Money's `creditUsable` and `exhaustedSince`); binds now
+ * and its month.
  */
 const takenLayers = `WITH args AS (SELECT CAST(? AS BIGINT) AS now_at, CAST(? AS TEXT) AS month),
   trial AS (
@@ -89,22 +90,18 @@ const takenLayers = `WITH args AS (SELECT CAST(? AS BIGINT) AS now_at, CAST(? AS
       ELSE coalesce(exhausted_since, now_at) END AS exhausted_after FROM usable)`
 
 /** Of the three balances in charge order (`p.n`), what charge `c` takes, and account `a`'s balance before. */
-const part = (c: string, a: string) => ({
-  take: `CASE p.n WHEN 1 THEN ${c}.trial_take WHEN 2 THEN ${c}.plan_take ELSE ${c}.credit_take END`,
-  before: `CASE p.n WHEN 1 THEN ${a}.trial_micros WHEN 2 THEN ${a}.plan_micros ELSE ${a}.credit_micros END`
-})
+const take = "CASE p.n WHEN 1 THEN c.trial_take WHEN 2 THEN c.plan_take ELSE c.credit_take END"
+const before = "CASE p.n WHEN 1 THEN a.trial_micros WHEN 2 THEN a.plan_micros ELSE a.credit_micros END"
 
 /** The ledger rows of the charges: one per balance a charge took from, with the balance after it. */
-const ledgerRows =
-  (({ before, take }) =>
-    `INSERT INTO billing_ledger (id, organization_id, kind, balance, amount_micros, balance_after_micros,
+const ledgerRows = `INSERT INTO billing_ledger (id, organization_id, kind, balance, amount_micros, balance_after_micros,
     description, machine_id, reference, created_at)
   SELECT uuidv7(), c.organization_id, 'usage', p.balance, -(${take}), ${before} - ${take},
     'Running time: ' || c.seconds || ' s over ' || c.machines || ' machine' || CASE WHEN c.machines = 1 THEN '' ELSE 's' END,
     CASE WHEN c.machines = 1 THEN c.machine_id END, NULL, CAST(? AS BIGINT)
   FROM ${chargesTable} c JOIN billing_accounts a ON a.organization_id = c.organization_id
   CROSS JOIN (SELECT 1 AS n, 'trial' AS balance UNION ALL SELECT 2, 'plan' UNION ALL SELECT 3, 'credit') p
-  WHERE ${take} > 0 ORDER BY c.organization_id, p.n`)(part("c", "a"))
+  WHERE ${take} > 0 ORDER BY c.organization_id, p.n`
 
 const make = Effect.gen(function*() {
   const db = yield* Prepared
