@@ -13,7 +13,7 @@ import { Limits } from "../limits/Limits.js"
 import { Organizations } from "../organizations/Organizations.js"
 import { MachinesRepo } from "../runtime/MachinesRepo.js"
 import { Accounts } from "./Accounts.js"
-import { creditUsable, monthOf, onTrialRules, spendable, trialActive } from "./Money.js"
+import { creditUsable, hourStart, monthOf, onTrialRules, spendable, trialActive } from "./Money.js"
 import { makeNotices, trialWarningMillis } from "./Notices.js"
 import { type AccountRow, BillingRepo } from "./Repo.js"
 
@@ -223,7 +223,7 @@ const make = Effect.gen(function*() {
 
     /** Usage is kept per hour: the hours that start in [since rounded down, until). */
     usageRows: (organizationId: string, since: number, until: number, machineId: string | null) =>
-      repo.usageByMachine(organizationId, since - (since % 3_600_000), until, machineId),
+      repo.usageByMachine(organizationId, hourStart(since), until, machineId),
 
     machineSize: (organizationId: string, machineId: string) =>
       Effect.flatMap(machines.findIn(organizationId, machineId), (found) =>

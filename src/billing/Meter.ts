@@ -54,7 +54,7 @@ const make = Effect.gen(function*() {
   const ensureAccounts = (organizationIds: ReadonlyArray<string>) =>
     Effect.gen(function*() {
       if (!accounts.metered) return
-      const held = new Set((yield* repo.accountsOf(organizationIds)).map((account) => account.organization_id))
+      const held = new Set(yield* repo.withAccount(organizationIds))
       for (const organizationId of organizationIds) {
         if (!held.has(organizationId)) yield* accounts.ensure(organizationId)
       }

@@ -13,7 +13,7 @@ import { uuidv7 } from "../kernel/domain/Ids.js"
 import { greatest } from "../kernel/sql/Portable.js"
 import { Prepared } from "../kernel/sql/Sqlite.js"
 import { basisOf, chargesTable, permilleFor } from "./ChargeRepo.js"
-import { meterUnit } from "./Money.js"
+import { hourStart, meterUnit } from "./Money.js"
 
 /**
  * An organization a tick leaves to be settled: how many open meters and running machines it has,
@@ -320,7 +320,7 @@ const make = Effect.gen(function*() {
             WHERE k.organization_id = t.organization_id AND ${holdsEveryRun} AND k.hour_start = ?
               AND k.price_basis = ${basisOf("a")} AND (? = 0 OR a.organization_id IS NOT NULL)`,
           metered ? 1 : 0,
-          now - (now % 3_600_000),
+          hourStart(now),
           metered ? 1 : 0
         )
         const unsettled = yield* db.all<Unsettled>(
@@ -426,7 +426,7 @@ const make = Effect.gen(function*() {
               hour_start = excluded.hour_start, price_basis = excluded.price_basis, charged_micros = 0,
               charged_seconds = 0`,
             settle.now,
-            settle.now - (settle.now % 3_600_000),
+            hourStart(settle.now),
             tickId
           )
         } else {

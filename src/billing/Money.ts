@@ -1,7 +1,7 @@
 /** The money rules as pure functions over integer micros (docs/billing.md). */
 import type { Prices } from "../kernel/config/AppConfig.js"
 import type { MachineSize } from "../kernel/domain/MachineStates.js"
-import type { AccountRow, MeteredAccount } from "./Repo.js"
+import type { AccountRow } from "./Repo.js"
 
 /** One micro of an hour's price per second is `hourly × permille / 3,600,000`: the meter's unit. */
 export const meterUnit = 3_600_000
@@ -18,6 +18,9 @@ export const meter = (seconds: number, hourly: number, permille: number, carry: 
   return { amount, carry: total - amount * meterUnit }
 }
 
+/** The start of the UTC hour of `at`: usage is kept per hour. */
+export const hourStart = (at: number) => at - (at % 3_600_000)
+
 let lastMonth = { at: Number.NaN, month: "" }
 
 /**
@@ -31,7 +34,7 @@ export const monthOf = (at: number) => {
 
 /** What spendable and exhaustion read of an account. */
 export type Spendable = Pick<
-  MeteredAccount,
+  AccountRow,
   | "trial_micros"
   | "plan_micros"
   | "credit_micros"

@@ -55,23 +55,6 @@ export interface AccountRow {
   readonly updated_at: number
 }
 
-/** What a meter tick reads of an account: its balances, spend, exhaustion and what pays for usage. */
-export const meteredAccountColumns = [
-  "organization_id",
-  "trial_micros",
-  "plan_micros",
-  "credit_micros",
-  "minimum_balance_micros",
-  "spend_cap_micros",
-  "spend_month",
-  "credit_spent_micros",
-  "exhausted_since",
-  "paid_at",
-  "plan_tier",
-  "updated_at"
-] as const
-export type MeteredAccount = Pick<AccountRow, typeof meteredAccountColumns[number]>
-
 /** The columns a change may set; the balances only through `post` (a ledger row with each). */
 export type AccountPatch = Partial<
   Omit<AccountRow, "organization_id" | "trial_micros" | "plan_micros" | "credit_micros" | "created_at">
@@ -197,20 +180,20 @@ const make = Effect.gen(function*() {
         `SELECT a.organization_id FROM billing_accounts a WHERE a.exhausted_since IS NOT NULL AND EXISTS
           (SELECT 1 FROM machines m WHERE m.organization_id = a.organization_id AND m.projected_state = 'running')`
       ),
-    /** What a tick reads of the accounts of these organizations (those that have one). */
-    accountsOf: (organizationIds: ReadonlyArray<string>) =>
+    /** Which of these organizations have an account. */
+    withAccount: (organizationIds: ReadonlyArray<string>) =>
       Effect.map(
         Effect.forEach(
           chunks(organizationIds),
           (chunk) =>
-            db.all<MeteredAccount>(
-              `SELECT ${meteredAccountColumns.join(", ")} FROM billing_accounts WHERE organization_id IN (${
+            db.all<{ organization_id: string }>(
+              `SELECT organization_id FROM billing_accounts WHERE organization_id IN (${
                 chunk.map(() => "?").join(", ")
               })`,
               ...chunk
             )
         ),
-        (pages) => pages.flat()
+        (pages) => pages.flat().map((row) => row.organization_id)
       ),
     /** Per machine of the organization, usage of the hours that start in [since, until). */
     usageByMachine: (organizationId: string, since: number, until: number, machineId: string | null) =>

@@ -300,8 +300,8 @@ export const edge =
         return Effect.zipLeft(app, durability.syncOwn)
       })
       // Quiet (a level above info): no access line, so no route to name.
-      const route = quiet ? undefined : options.routeOf?.(request.method, request.url.split("?", 1)[0]!) ??
-        request.url.split("?", 1)[0]!
+      const path = quiet ? undefined : request.url.split("?", 1)[0]!
+      const route = path === undefined ? undefined : options.routeOf?.(request.method, path) ?? path
       const ending = { method: request.method, route, correlationId, write: options.accessLog }
       return Effect.flatMap(tagFiber(correlationId, level), (started) => Effect.onExit(serve, finish(ending, started)))
     })
