@@ -4,13 +4,18 @@
  * HTTP server.
  */
 import {
+  Etag,
+  FileSystem,
   HttpApi,
   HttpApiBuilder,
   HttpApiScalar,
+  HttpIncomingMessage,
   HttpMiddleware,
+  HttpPlatform,
   HttpServer,
   HttpServerRequest,
-  HttpServerResponse
+  HttpServerResponse,
+  Path
 } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Chunk, Context, Effect, Layer, Option } from "effect"
@@ -27,6 +32,7 @@ import { AuthHandlers } from "./identity/Http.js"
 import { AppConfig } from "./kernel/config/AppConfig.js"
 import { AuthorizationLive } from "./kernel/http/AuthorizationLive.js"
 import { AccessLog, edge, maxBodySizeLayer, ProblemsLive, routeIndex } from "./kernel/http/RequestEdge.js"
+import { buildWithOnly } from "./kernel/Narrow.js"
 import { Durability } from "./kernel/sql/Durability.js"
 import { LimitsHandlers } from "./limits/Http.js"
 import { MachinesHandlers } from "./machines/Http.js"
@@ -127,6 +133,16 @@ export const RoutesLive = Layer.unwrapEffect(
           accessLog: accessLog.write
         })
       ).pipe(
+        // Requests run in the serve layer's context: what the server and router need, not the app's services.
+        buildWithOnly(
+          HttpServer.HttpServer,
+          HttpApi.Api,
+          HttpPlatform.HttpPlatform,
+          Etag.Generator,
+          FileSystem.FileSystem,
+          Path.Path,
+          HttpIncomingMessage.MaxBodySize
+        ),
         Layer.provide(DocsLive),
         Layer.provide(PagesLive),
         Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/v1/openapi.json" })),

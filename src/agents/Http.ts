@@ -6,9 +6,11 @@ import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { Api } from "../Api.js"
 import { AppConfig } from "../kernel/config/AppConfig.js"
+import { Authorization } from "../kernel/http/Authorization.js"
 import { currentOrganization, requester } from "../kernel/http/CallerContext.js"
 import { eventStreamResponse } from "../kernel/http/EventStreams.js"
 import { mapPage } from "../kernel/http/Pagination.js"
+import { buildWithOnly } from "../kernel/Narrow.js"
 import { Agents } from "./Agents.js"
 import { conversationDto, eventsDto, inputAcceptedDto, providerModelsDto, turnDto } from "./Dto.js"
 import { eventsPage } from "./EventLog.js"
@@ -83,4 +85,4 @@ export const AgentsHandlers = HttpApiBuilder.group(Api, "agents", (handlers) =>
         }))
       .handle("providerModels", () =>
         Effect.map(agents.providers, providerModelsDto))
-  }))
+  })).pipe(buildWithOnly(Authorization, AppConfig, Agents))

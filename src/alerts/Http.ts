@@ -1,7 +1,9 @@
 import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
 import { Effect } from "effect"
 import { Api } from "../Api.js"
+import { Authorization } from "../kernel/http/Authorization.js"
 import { currentOrganization, currentUser } from "../kernel/http/CallerContext.js"
+import { buildWithOnly } from "../kernel/Narrow.js"
 import { Alerts } from "./Alerts.js"
 import { confirmPage, donePage } from "./Pages.js"
 
@@ -27,4 +29,4 @@ export const AlertsHandlers = HttpApiBuilder.group(Api, "alerts", (handlers) =>
           wantsHtml(request.headers["accept"])
             ? HttpServerResponse.html(donePage(done.type))
             : HttpServerResponse.unsafeJson(done)))
-  }))
+  })).pipe(buildWithOnly(Authorization, Alerts))

@@ -1,10 +1,12 @@
 import { HttpApiBuilder, HttpServerRequest } from "@effect/platform"
 import { Effect } from "effect"
 import { Api } from "../Api.js"
+import { Authorization } from "../kernel/http/Authorization.js"
 import { currentOrganization } from "../kernel/http/CallerContext.js"
 import { iso, isoOrNull } from "../kernel/http/Dto.js"
 import { InvalidRequest } from "../kernel/http/Errors.js"
 import { mapPage } from "../kernel/http/Pagination.js"
+import { buildWithOnly } from "../kernel/Narrow.js"
 import { Billing } from "./Billing.js"
 import { Purchases } from "./Purchases.js"
 import type { LedgerRow } from "./Repo.js"
@@ -162,4 +164,4 @@ export const BillingHandlers = HttpApiBuilder.group(Api, "billing", (handlers) =
         Effect.map(billing.grantCredit(payload.organization_id, payload.amount_micros, payload), billingDto))
       .handle("grantTrial", ({ payload }) =>
         Effect.map(billing.grantTrial(payload.organization_id, payload, payload), billingDto))
-  }))
+  })).pipe(buildWithOnly(Authorization, Billing, Purchases))

@@ -2,8 +2,10 @@ import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { Api } from "../Api.js"
 import { AppConfig } from "../kernel/config/AppConfig.js"
+import { Authorization } from "../kernel/http/Authorization.js"
 import { currentOrganization, currentUser } from "../kernel/http/CallerContext.js"
 import { acceptedChange, iso } from "../kernel/http/Dto.js"
+import { buildWithOnly } from "../kernel/Narrow.js"
 import { Environments } from "./Environments.js"
 import type { EnvironmentRow } from "./Repo.js"
 
@@ -56,4 +58,4 @@ export const EnvironmentsHandlers = HttpApiBuilder.group(Api, "environments", (h
           )
           return { operations: upgraded.operations.map(accepted) }
         }))
-  }))
+  })).pipe(buildWithOnly(Authorization, AppConfig, Environments))

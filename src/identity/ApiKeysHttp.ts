@@ -2,8 +2,10 @@ import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { Api } from "../Api.js"
 import * as ApiKeyText from "../kernel/domain/ApiKeyText.js"
+import { Authorization } from "../kernel/http/Authorization.js"
 import { currentCredential, currentOrganization, currentUser } from "../kernel/http/CallerContext.js"
 import { iso, isoOrNull } from "../kernel/http/Dto.js"
+import { buildWithOnly } from "../kernel/Narrow.js"
 import type { ApiKeyDto } from "./Api.js"
 import { ApiKeys, type KeyManager } from "./ApiKeys.js"
 import type { ApiKeyRow } from "./ApiKeysRepo.js"
@@ -54,4 +56,4 @@ export const ApiKeysHandlers = HttpApiBuilder.group(Api, "apiKeys", (handlers) =
           return { api_key: toDto(row), secret }
         }))
       .handle("revoke", ({ path }) => Effect.flatMap(keyManager, (manager) => apiKeys.revoke(manager, path.id)))
-  }))
+  })).pipe(buildWithOnly(Authorization, ApiKeys))

@@ -2,8 +2,10 @@ import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
 import { Effect, Option } from "effect"
 import { Api } from "../Api.js"
 import { AppConfig } from "../kernel/config/AppConfig.js"
+import { Authorization } from "../kernel/http/Authorization.js"
 import { currentOrganization, currentUser } from "../kernel/http/CallerContext.js"
 import { iso } from "../kernel/http/Dto.js"
+import { buildWithOnly } from "../kernel/Narrow.js"
 import { toDto } from "./ApiKeysHttp.js"
 import { onResponse } from "./Cookies.js"
 import { deviceTokenMembers } from "./DeviceApi.js"
@@ -102,4 +104,4 @@ export const DeviceHandlers = HttpApiBuilder.group(Api, "device", (handlers) =>
           const organization = yield* currentOrganization
           yield* grant.deny(user.id, organization.id, payload.user_code)
         }))
-  }))
+  })).pipe(buildWithOnly(Authorization, AppConfig, DeviceGrant))

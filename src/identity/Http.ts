@@ -3,8 +3,10 @@ import { Effect, flow, Option } from "effect"
 import { Api } from "../Api.js"
 import { AppConfig } from "../kernel/config/AppConfig.js"
 import { Authenticate } from "../kernel/http/Authenticate.js"
+import { Authorization } from "../kernel/http/Authorization.js"
 import { Caller } from "../kernel/http/Authorization.js"
 import { currentUser } from "../kernel/http/CallerContext.js"
+import { buildWithOnly } from "../kernel/Narrow.js"
 import {
   onResponse,
   withEmailState,
@@ -132,4 +134,4 @@ export const AuthHandlers = HttpApiBuilder.group(Api, "auth", (handlers) =>
           yield* sessions.revoke(credential.id)
           yield* onResponse(withoutSession(config.baseUrl))
         }))
-  }))
+  })).pipe(buildWithOnly(Authorization, AppConfig, Authenticate, EmailSignIn, OidcSignIn, Sessions, SignInMethods))

@@ -2,11 +2,15 @@ import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { Api } from "../Api.js"
 import { AppConfig } from "../kernel/config/AppConfig.js"
+import { Authorization } from "../kernel/http/Authorization.js"
 import { currentOrganization, requester } from "../kernel/http/CallerContext.js"
 import { acceptedChange } from "../kernel/http/Dto.js"
 import { mapPage } from "../kernel/http/Pagination.js"
+import { buildWithOnly } from "../kernel/Narrow.js"
 import { portTokenRoute } from "../ports/Http.js"
+import { PortTokens } from "../ports/PortTokens.js"
 import { machineOrigins } from "../snapshots/Http.js"
+import { Snapshots } from "../snapshots/Snapshots.js"
 import { machineDto } from "./Dto.js"
 import { Machines } from "./Machines.js"
 
@@ -82,4 +86,4 @@ export const MachinesHandlers = HttpApiBuilder.group(Api, "machines", (handlers)
         change(headers, path.id, "unexpose_port", { port: path.port }))
       .handle("createPortToken", ({ path, payload }) =>
         portToken(path.id, path.port, payload.expires_in_seconds))
-  }))
+  })).pipe(buildWithOnly(Authorization, Machines, AppConfig, Snapshots, PortTokens))

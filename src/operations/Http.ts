@@ -2,9 +2,11 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { Api } from "../Api.js"
+import { Authorization } from "../kernel/http/Authorization.js"
 import { currentOrganization } from "../kernel/http/CallerContext.js"
 import { eventStreamResponse } from "../kernel/http/EventStreams.js"
 import { mapPage } from "../kernel/http/Pagination.js"
+import { buildWithOnly } from "../kernel/Narrow.js"
 import { type EventRow, type OperationRow, terminalStatuses } from "../runtime/OperationsRepo.js"
 import { operationDto } from "./Dto.js"
 import { Operations } from "./Operations.js"
@@ -59,4 +61,4 @@ export const OperationsHandlers = HttpApiBuilder.group(Api, "operations", (handl
           Effect.flatMap(organizationId, (org) => operations.find(org, path.id)),
           (operation) => events(operation, headers["last-event-id"] ?? 0)
         ))
-  }))
+  })).pipe(buildWithOnly(Authorization, Operations))

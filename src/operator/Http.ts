@@ -1,7 +1,9 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { Api } from "../Api.js"
+import { Authorization } from "../kernel/http/Authorization.js"
 import { iso, isoOrNull } from "../kernel/http/Dto.js"
+import { buildWithOnly } from "../kernel/Narrow.js"
 import { AbuseFlags } from "./AbuseFlags.js"
 import type { AbuseFlagRow } from "./Repo.js"
 import { Suspensions, type SuspensionView } from "./Suspensions.js"
@@ -53,4 +55,4 @@ export const OperatorHandlers = HttpApiBuilder.group(Api, "operator", (handlers)
         ))
       .handle("resolveAbuseFlag", ({ path, payload }) =>
         Effect.map(flags.resolve(path.flag_id, payload), flagDto))
-  }))
+  })).pipe(buildWithOnly(Authorization, AbuseFlags, Suspensions))

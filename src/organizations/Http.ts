@@ -4,8 +4,10 @@ import { Api } from "../Api.js"
 import { Billing } from "../billing/Billing.js"
 import { Accounts } from "../identity/Accounts.js"
 import { Sessions } from "../identity/Sessions.js"
+import { Authorization } from "../kernel/http/Authorization.js"
 import { currentCredential, currentOrganization, currentUser } from "../kernel/http/CallerContext.js"
 import { iso } from "../kernel/http/Dto.js"
+import { buildWithOnly } from "../kernel/Narrow.js"
 import { OrganizationDeletion } from "./Deletion.js"
 import { Invitations } from "./Invitations.js"
 import type { InvitationRow } from "./InvitationsRepo.js"
@@ -119,7 +121,7 @@ export const MembersHandlers = HttpApiBuilder.group(Api, "members", (handlers) =
           yield* sessions.setActiveOrganization({ id: credential.id, userId: user.id }, organizationId)
           return { active_organization_id: organizationId }
         }))
-  }))
+  })).pipe(buildWithOnly(Authorization, Organizations, Billing, Accounts, Sessions, Members, OrganizationDeletion))
 
 export const InvitationsHandlers = HttpApiBuilder.group(Api, "invitations", (handlers) =>
   Effect.gen(function*() {
@@ -146,4 +148,4 @@ export const InvitationsHandlers = HttpApiBuilder.group(Api, "invitations", (han
       .handle("accept", ({ payload }) =>
         Effect.flatMap(currentInvitee, (invitee) =>
           invitations.accept(invitee, payload.token)))
-  }))
+  })).pipe(buildWithOnly(Authorization, Invitations))

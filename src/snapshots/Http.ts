@@ -2,7 +2,9 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { Api } from "../Api.js"
+import { Authorization } from "../kernel/http/Authorization.js"
 import { acceptedChange, iso, isoOrNull } from "../kernel/http/Dto.js"
+import { buildWithOnly } from "../kernel/Narrow.js"
 import type { SnapshotAccepted as SnapshotAcceptedDto } from "./Api.js"
 import { snapshotDto } from "./store/Events.js"
 import type { SnapshotRow } from "./store/SnapshotsRepo.js"
@@ -100,4 +102,4 @@ export const SnapshotsHandlers = HttpApiBuilder.group(Api, "snapshots", (handler
       .handle("deleteTemplate", ({ path }) =>
         Effect.flatMap(organizationId, (org) =>
           snapshots.deleteTemplate(org, path.template)))
-  }))
+  })).pipe(buildWithOnly(Authorization, AppConfig, Snapshots))

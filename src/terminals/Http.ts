@@ -2,8 +2,10 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { Api } from "../Api.js"
+import { Authorization } from "../kernel/http/Authorization.js"
 import { currentOrganization, currentUser } from "../kernel/http/CallerContext.js"
 import { iso } from "../kernel/http/Dto.js"
+import { buildWithOnly } from "../kernel/Narrow.js"
 import { Terminals } from "./Terminals.js"
 
 export const TerminalsHandlers = HttpApiBuilder.group(Api, "terminals", (handlers) =>
@@ -20,4 +22,4 @@ export const TerminalsHandlers = HttpApiBuilder.group(Api, "terminals", (handler
         )
         return { id: made.id, ticket: made.ticket, url: made.url, expires_at: iso(made.expiresAt) }
       }))
-  }))
+  })).pipe(buildWithOnly(Authorization, Terminals))

@@ -1,9 +1,11 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { Api } from "../Api.js"
+import { Authorization } from "../kernel/http/Authorization.js"
 import { currentOrganization, currentUser } from "../kernel/http/CallerContext.js"
 import { iso, isoOrNull } from "../kernel/http/Dto.js"
 import { mapPage } from "../kernel/http/Pagination.js"
+import { buildWithOnly } from "../kernel/Narrow.js"
 import type { WebhookEventType } from "./Events.js"
 import type { DeliveryRow, WebhookRow } from "./Repo.js"
 import { Webhooks, type WithSecret } from "./Webhooks.js"
@@ -73,4 +75,4 @@ export const WebhooksHandlers = HttpApiBuilder.group(Api, "webhooks", (handlers)
             (page) =>
               mapPage(page, deliveryDto)
           )))
-  }))
+  })).pipe(buildWithOnly(Authorization, Webhooks))
