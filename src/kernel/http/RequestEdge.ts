@@ -80,33 +80,53 @@ export const nestsWithin = (text: string, max: number) => {
 /**
  * Reading a JSON body refuses one nested deeper than `maxJsonDepth`: JSON.parse takes thousands of
  * levels, but the schema's error message formats the value it refuses recursively and overflowed
- * the stack (a 500 found by the fuzz). The request object is patched, as `discardInsteadOfReset`
- * does, rather than replaced in the context.
+ * the stack (a 500 found by the fuzz).
  */
-const limitJsonDepth = (request: HttpServerRequest.HttpServerRequest) => {
-  Object.defineProperty(request, "json", {
-    configurable: true,
-    get: () =>
-      Effect.tryMap(request.text, {
-        try: (body) => {
-          if (!nestsWithin(body, maxJsonDepth)) throw new NestedTooDeeply()
-          return body === "" ? null : JSON.parse(body) as unknown
-        },
-        catch: (cause) => new HttpServerError.RequestError({ request, reason: "Decode", cause })
-      })
+const depthLimitedJson = (request: HttpServerRequest.HttpServerRequest) =>
+  Effect.tryMap(request.text, {
+    try: (body) => {
+      if (!nestsWithin(body, maxJsonDepth)) throw new NestedTooDeeply()
+      return body === "" ? null : JSON.parse(body) as unknown
+    },
+    catch: (cause) => new HttpServerError.RequestError({ request, reason: "Decode", cause })
   })
-}
 
 /**
  * No route takes multipart/form-data, and parsing a body as such waited forever for a body that was
  * empty (a hang found by the fuzz): reading one fails at once, after the route's access checks, and
  * Problems.ts answers 422.
  */
-const refuseMultipart = (request: HttpServerRequest.HttpServerRequest) => {
-  const refusal = () =>
-    Effect.fail(new Multipart.MultipartError({ reason: "Parse", cause: "svc reads JSON bodies only" }))
-  Object.defineProperty(request, "multipart", { configurable: true, get: refusal })
-  Object.defineProperty(request, "multipartStream", { configurable: true, get: () => Stream.fromEffect(refusal()) })
+const refusal = () =>
+  Effect.fail(new Multipart.MultipartError({ reason: "Parse", cause: "svc reads JSON bodies only" }))
+
+/** The request's body readers as above, for each platform request class: JSON only, and JSON without multipart. */
+const guardedReaders = new WeakMap<object, { readonly json: object; readonly noMultipart: object }>()
+
+/**
+ * Gives a request with a body the readers above: its prototype becomes one derived from its class's,
+ * made once. Defining the getters on each request instead made V8 give each its own hidden class, a
+ * microsecond per request and slower reads of it after.
+ */
+const guardBodyReaders = (request: HttpServerRequest.HttpServerRequest, multipart: boolean) => {
+  const base = Object.getPrototypeOf(request) as object
+  let readers = guardedReaders.get(base)
+  if (readers === undefined) {
+    const json = Object.create(base, {
+      json: {
+        configurable: true,
+        get(this: HttpServerRequest.HttpServerRequest) {
+          return depthLimitedJson(this)
+        }
+      }
+    }) as object
+    const noMultipart = Object.create(json, {
+      multipart: { configurable: true, get: refusal },
+      multipartStream: { configurable: true, get: () => Stream.fromEffect(refusal()) }
+    }) as object
+    readers = { json, noMultipart }
+    guardedReaders.set(base, readers)
+  }
+  Object.setPrototypeOf(request, multipart ? readers.noMultipart : readers.json)
 }
 
 /** The correlation id of the request this fiber serves; logs and 500 answers quote it. */
@@ -294,8 +314,10 @@ export const edge =
         }
         if (request.headers["content-length"] === undefined) discardInsteadOfReset(request)
         if (request.method !== "GET" && request.method !== "HEAD") {
-          limitJsonDepth(request)
-          if (request.headers["content-type"]?.toLowerCase().includes("multipart/form-data")) refuseMultipart(request)
+          guardBodyReaders(
+            request,
+            request.headers["content-type"]?.toLowerCase().includes("multipart/form-data") === true
+          )
         }
         return Effect.zipLeft(app, durability.syncOwn)
       })
