@@ -99,19 +99,80 @@ const depthLimitedJson = (request: HttpServerRequest.HttpServerRequest) =>
 const refusal = () =>
   Effect.fail(new Multipart.MultipartError({ reason: "Parse", cause: "svc reads JSON bodies only" }))
 
-/** The request's body readers as above, for each platform request class: JSON only, and JSON without multipart. */
-const guardedReaders = new WeakMap<object, { readonly json: object; readonly noMultipart: object }>()
+/**
+ * The body as text, read once. The platform's reader makes its effect with `Effect.runSync` of
+ * `Effect.cached` (a fiber of its own per request) and reads through a scoped stream; every request
+ * with a body paid for both. The same rules here: UTF-8, over `maxBytes` a "maxBytes exceeded"
+ * RequestError (Problems.ts answers 413) and the stream destroyed, as when the request is
+ * interrupted.
+ */
+const readText = (request: HttpServerRequest.HttpServerRequest, maxBytes: number) =>
+  Effect.async<string, HttpServerError.RequestError>((resume) => {
+    const incoming = NodeHttpServerRequest.toIncomingMessage(request)
+    let text = ""
+    let bytes = 0
+    const stop = () => {
+      incoming.off("data", onData)
+      incoming.off("end", onEnd)
+      incoming.off("error", onError)
+    }
+    const fail = (cause: unknown) => {
+      stop()
+      resume(Effect.fail(new HttpServerError.RequestError({ request, reason: "Decode", cause })))
+    }
+    const onData = (chunk: string) => {
+      text += chunk
+      bytes += Buffer.byteLength(chunk)
+      if (bytes > maxBytes) {
+        fail(new Error("maxBytes exceeded"))
+        incoming.destroy()
+      }
+    }
+    const onEnd = () => {
+      stop()
+      resume(Effect.succeed(text))
+    }
+    const onError = (error: Error) => fail(error)
+    incoming.setEncoding("utf8")
+    incoming.on("data", onData)
+    incoming.once("end", onEnd)
+    incoming.once("error", onError)
+    return Effect.sync(() => {
+      stop()
+      if (!incoming.closed) incoming.destroy()
+    })
+  })
+
+/** `effect`, run at most once: later runs answer its first exit. */
+const once = <A, E>(effect: Effect.Effect<A, E>): Effect.Effect<A, E> => {
+  let exit: Exit.Exit<A, E> | undefined
+  return Effect.suspend(() =>
+    exit ?? Effect.onExit(effect, (done) =>
+      Effect.sync(() => {
+        exit = done
+      }))
+  )
+}
+
+const textOf = Symbol("svc/kernel/http/RequestEdge/text")
+
+type Guarded = HttpServerRequest.HttpServerRequest & { [textOf]?: Effect.Effect<string, HttpServerError.RequestError> }
 
 /**
- * Gives a request with a body the readers above: its prototype becomes one derived from its class's,
- * made once. Defining the getters on each request instead made V8 give each its own hidden class, a
- * microsecond per request and slower reads of it after.
+ * The readers of a request with a body (text, JSON, multipart) as above, given through its
+ * prototype: one derived from its class's, made once per class. Defining the getters on each request
+ * instead gave each its own hidden class, a microsecond per request and slower reads of it after.
  */
-const guardBodyReaders = (request: HttpServerRequest.HttpServerRequest, multipart: boolean) => {
-  const base = Object.getPrototypeOf(request) as object
-  let readers = guardedReaders.get(base)
-  if (readers === undefined) {
+const bodyReaders = (maxBytes: number) => {
+  const made = new WeakMap<object, { readonly json: object; readonly noMultipart: object }>()
+  const derive = (base: object) => {
     const json = Object.create(base, {
+      text: {
+        configurable: true,
+        get(this: Guarded) {
+          return this[textOf] ??= once(readText(this, maxBytes))
+        }
+      },
       json: {
         configurable: true,
         get(this: HttpServerRequest.HttpServerRequest) {
@@ -123,10 +184,17 @@ const guardBodyReaders = (request: HttpServerRequest.HttpServerRequest, multipar
       multipart: { configurable: true, get: refusal },
       multipartStream: { configurable: true, get: () => Stream.fromEffect(refusal()) }
     }) as object
-    readers = { json, noMultipart }
-    guardedReaders.set(base, readers)
+    return { json, noMultipart }
   }
-  Object.setPrototypeOf(request, multipart ? readers.noMultipart : readers.json)
+  return (request: HttpServerRequest.HttpServerRequest, multipart: boolean) => {
+    const base = Object.getPrototypeOf(request) as object
+    let readers = made.get(base)
+    if (readers === undefined) {
+      readers = derive(base)
+      made.set(base, readers)
+    }
+    Object.setPrototypeOf(request, multipart ? readers.noMultipart : readers.json)
+  }
 }
 
 /** The correlation id of the request this fiber serves; logs and 500 answers quote it. */
@@ -301,6 +369,7 @@ export const edge =
   (app: HttpApp.Default): HttpApp.Default => {
     const level = options.logLevel === undefined ? undefined : logLevels[options.logLevel]
     const quiet = level !== undefined && LogLevel.greaterThan(level, LogLevel.Info)
+    const guardBodyReaders = bodyReaders(maxBodyBytes)
     return Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
       const incoming = request.headers[CORRELATION_HEADER]
       const correlationId = incoming !== undefined && wellFormed.test(incoming) ? incoming : crypto.randomUUID()
