@@ -16,10 +16,14 @@ export const logFormat = Config.literal(...logFormats)("SVC_LOG_FORMAT").pipe(
 )
 
 /**
- * Log lines are written to stderr once per turn of the event loop, together: a busy server pays one
- * write for many lines rather than one each (stderr is a pipe or journald's socket, written
- * synchronously). The lines of the turn in progress are written at exit; a kill -9 loses at most them.
+ * Log lines are written to stderr together, at most `flushEveryMs` after the first of them: the
+ * server pays one write for many lines rather than one each (stderr is a pipe or journald's socket,
+ * written synchronously, and each write wakes its reader). Once per event-loop turn still cost an
+ * exec two writes, one per access line. The lines held are written at exit; a kill -9 loses at
+ * most those of the last `flushEveryMs`.
  */
+const flushEveryMs = 50
+
 let pending = ""
 
 export const flushLogs = () => {
@@ -32,7 +36,7 @@ export const flushLogs = () => {
 process.on("exit", flushLogs)
 
 const writeLine = (line: string) => {
-  if (pending === "") setImmediate(flushLogs)
+  if (pending === "") setTimeout(flushLogs, flushEveryMs).unref()
   pending += line + "\n"
   // A burst is not held back beyond 64 KiB.
   if (pending.length > 65_536) flushLogs()
