@@ -1,7 +1,7 @@
 /** Bodies that once answered 500 (found by test/e2e/fuzz.test.ts) answer 422 with `field_errors`. */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { nestsWithin } from "../../src/kernel/http/RequestEdge.js"
+import { nestsWithin } from "../../src/kernel/http/BodyReaders.js"
 import { client } from "../support/Http.js"
 import { startServer } from "../support/TestServer.js"
 
