@@ -6,7 +6,8 @@
  * one aggregate, and moves one mark per organization: a tick's writes follow the organizations, not
  * the machines. Charges are posted in SQL (ChargeRepo: trial, then plan, then credit, ledger rows
  * with the balances) in the same transaction as the marks and meters they account for, so a crash
- * keeps each whole or not at all. In `unlimited` mode the usage is recorded at list prices and nothing is charged.
+ * keeps each whole or not at all. In `unlimited` mode the usage is recorded at list prices and
+ * nothing is charged.
  */
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import { AppConfig } from "../kernel/config/AppConfig.js"

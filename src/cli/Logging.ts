@@ -18,8 +18,8 @@ export const logFormat = Config.literal(...logFormats)("SVC_LOG_FORMAT").pipe(
 /**
  * Log lines are written to stderr together, at most `flushEveryMs` after the first of them: the
  * server pays one write for many lines rather than one each (stderr is a pipe or journald's socket,
- * written synchronously, and each write wakes its reader). Once per event-loop turn still cost an
- * exec two writes, one per access line. The lines held are written at exit; a kill -9 loses at
+ * written synchronously, and each write wakes its reader). Once per event-loop turn still wrote
+ * each of an exec's access lines alone. The lines held are written at exit; a kill -9 loses at
  * most those of the last `flushEveryMs`.
  */
 const flushEveryMs = 50

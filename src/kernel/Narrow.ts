@@ -2,8 +2,8 @@
  * Builds a layer in a context that holds only the services it names, instead of every service of
  * the app. HttpApiBuilder keeps a group's whole build context and merges it into every request's,
  * and Effect copies a request's whole context at each provide (the server's request, the route,
- * the caller, each transaction): with all of the app's services in it, each request copied them
- * about ten times.
+ * the caller, each transaction): with all of the app's services in it, every request copied all of
+ * them several times (docs/benchmarks.md, stop 29).
  */
 import { Context, Effect, Layer } from "effect"
 

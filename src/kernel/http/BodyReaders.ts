@@ -145,7 +145,7 @@ type Guarded = HttpServerRequest.HttpServerRequest & { [textOf]?: Effect.Effect<
 /**
  * The readers of a request with a body (text, JSON, multipart) as above, given through its
  * prototype: one derived from its class's, made once per class. Defining the getters on each request
- * instead gave each its own hidden class, a microsecond per request and slower reads of it after.
+ * instead gave each its own hidden class: dearer per request, and slower reads of it after.
  */
 export const bodyReaders = (maxBytes: number) => {
   const made = new WeakMap<object, { readonly json: object; readonly noMultipart: object }>()
