@@ -9,6 +9,7 @@
  */
 import { Effect, Layer } from "effect"
 import { agentsDirOf, AppConfig } from "../kernel/config/AppConfig.js"
+import { sizesOf } from "../kernel/config/MachineSizes.js"
 import { DriverError, MachineDriver, type MachineDriverShape, NotRunning } from "./MachineDriver.js"
 import * as ProcessDriver from "./process/ProcessDriver.js"
 import * as SandboxDriver from "./sandbox/SandboxDriver.js"
@@ -19,7 +20,8 @@ export const layer = Layer.unwrapEffect(Effect.map(AppConfig, (config) => {
       return SandboxDriver.layer({
         dataDir: config.dataDir,
         agentsDir: agentsDirOf(config),
-        network: config.machineNetwork
+        network: config.machineNetwork,
+        sizes: sizesOf(config)
       }).pipe(
         Layer.catchAll((error) => unavailableLayer(error.message))
       )

@@ -11,8 +11,8 @@
 import { Effect, Either } from "effect"
 import { MachineDriver } from "../drivers/MachineDriver.js"
 import { AppConfig, defaultAbuseGuard } from "../kernel/config/AppConfig.js"
+import { sizesOf } from "../kernel/config/MachineSizes.js"
 import { uuidv7 } from "../kernel/domain/Ids.js"
-import { sizeCpus } from "../kernel/domain/MachineStates.js"
 import { Entitlements } from "../kernel/Entitlements.js"
 import { Machines } from "../machines/Machines.js"
 import { MachinesRepo, type RunningBoot } from "../runtime/MachinesRepo.js"
@@ -29,6 +29,7 @@ export interface SampleSummary {
 export const makeAbuseGuard = Effect.gen(function*() {
   const config = yield* AppConfig
   const settings = config.abuse ?? defaultAbuseGuard
+  const sizes = sizesOf(config)
   const repo = yield* MachinesRepo
   const driver = yield* MachineDriver
   const entitlements = yield* Entitlements
@@ -95,7 +96,7 @@ export const makeAbuseGuard = Effect.gen(function*() {
       if (Either.isLeft(cpu)) continue
       const at = clock.unsafeCurrentTimeMillis()
       seen.add(machine.id)
-      const reading = { bootId: machine.boot_id, cpuSeconds: cpu.right, at, cpus: sizeCpus[machine.size] }
+      const reading = { bootId: machine.boot_id, cpuSeconds: cpu.right, at, cpus: sizes[machine.size].cpus }
       const { due, track } = step(tracks.get(machine.id), reading, rule)
       tracks.set(machine.id, track)
       if (due !== undefined) {

@@ -6,6 +6,7 @@ import { childrenOf, procStat, waitFor } from "../../src/drivers/HostProcess.js"
 import { MachineDriver } from "../../src/drivers/MachineDriver.js"
 import * as Cgroups from "../../src/drivers/sandbox/Cgroups.js"
 import * as SandboxDriver from "../../src/drivers/sandbox/SandboxDriver.js"
+import { defaultSizes } from "../../src/kernel/config/MachineSizes.js"
 import { driverContract, freshId, quiet, run, sh, specOf, tempDataDir, withMachine } from "./contract.js"
 
 const makeLayer = (dataDir: string) => quiet(SandboxDriver.layer({ dataDir }))
@@ -111,7 +112,7 @@ describe("sandbox driver isolation", () => {
         const memoryLimit = NodeFs.readdirSync("/sys/fs/cgroup").includes("memory")
           ? findFile("/sys/fs/cgroup/memory", `svc/${id}`, "memory.limit_in_bytes")
           : findFile("/sys/fs/cgroup", `svc/${id}`, "memory.max")
-        assert.strictEqual(Number(NodeFs.readFileSync(memoryLimit!, "utf8")), Cgroups.sizes.small.memoryBytes)
+        assert.strictEqual(Number(NodeFs.readFileSync(memoryLimit!, "utf8")), defaultSizes.small.memory_mib * 1024 ** 2)
         const sleeperOnHost = hostPidsOf(record.pid).find((pid) =>
           NodeFs.readFileSync(`/proc/${pid}/cmdline`, "utf8").startsWith("sleep\u0000777")
         )

@@ -10,15 +10,9 @@
  */
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
-import { sizeCpus } from "../../kernel/domain/MachineStates.js"
-import type { Size } from "../MachineDriver.js"
+import { defaultSizes, type SizeLimits } from "../../kernel/config/MachineSizes.js"
 
-/** extensions.md §5: small 1 CPU 1 GiB, default 2 CPU 4 GiB, large 4 CPU 8 GiB. */
-export const sizes: Record<Size, { readonly cpus: number; readonly memoryBytes: number }> = {
-  small: { cpus: sizeCpus.small, memoryBytes: 1 * 1024 ** 3 },
-  default: { cpus: sizeCpus.default, memoryBytes: 4 * 1024 ** 3 },
-  large: { cpus: sizeCpus.large, memoryBytes: 8 * 1024 ** 3 }
-}
+const memoryBytes = (limits: SizeLimits) => String(limits.memory_mib * 1024 ** 2)
 
 const root = "/sys/fs/cgroup"
 const period = 100_000
@@ -73,7 +67,7 @@ export interface Cgroups {
   /** Where this svc process makes the groups of machine `id`. */
   readonly groupsOf: (id: string) => Groups
   /** Creates the machine's groups with its size's limits; undefined when the host refuses. */
-  readonly prepare: (id: string, size: Size) => Groups | undefined
+  readonly prepare: (id: string, limits: SizeLimits) => Groups | undefined
 }
 
 /** Moves a process into the groups (the processes it forks afterwards follow). */
@@ -129,14 +123,14 @@ const v1 = (): Cgroups => {
   return {
     enforced: true,
     groupsOf,
-    prepare: (id, size) => {
+    prepare: (id, limits) => {
       const groups = groupsOf(id)
       try {
         const [cpu, , memory] = groups
         for (const dir of groups) NodeFs.mkdirSync(dir, { recursive: true })
         write(NodePath.join(cpu!, "cpu.cfs_period_us"), String(period))
-        write(NodePath.join(cpu!, "cpu.cfs_quota_us"), String(sizes[size].cpus * period))
-        write(NodePath.join(memory!, "memory.limit_in_bytes"), String(sizes[size].memoryBytes))
+        write(NodePath.join(cpu!, "cpu.cfs_quota_us"), String(limits.cpus * period))
+        write(NodePath.join(memory!, "memory.limit_in_bytes"), memoryBytes(limits))
         return groups
       } catch {
         remove(groups)
@@ -151,7 +145,7 @@ const v2 = (): Cgroups => {
   return {
     enforced: true,
     groupsOf,
-    prepare: (id, size) => {
+    prepare: (id, limits) => {
       const [dir] = groupsOf(id)
       try {
         const parent = NodePath.dirname(dir!)
@@ -164,8 +158,8 @@ const v2 = (): Cgroups => {
         NodeFs.mkdirSync(parent, { recursive: true })
         write(NodePath.join(parent, "cgroup.subtree_control"), "+cpu +memory")
         NodeFs.mkdirSync(dir!, { recursive: true })
-        write(NodePath.join(dir!, "cpu.max"), `${sizes[size].cpus * period} ${period}`)
-        write(NodePath.join(dir!, "memory.max"), String(sizes[size].memoryBytes))
+        write(NodePath.join(dir!, "cpu.max"), `${limits.cpus * period} ${period}`)
+        write(NodePath.join(dir!, "memory.max"), memoryBytes(limits))
         return [dir!]
       } catch {
         remove([dir!])
@@ -185,7 +179,7 @@ export const none: Cgroups = {
 /** The cgroup flavour of this host; `none` when svc may not create groups. */
 export const detect = (): Cgroups => {
   const flavour = NodeFs.existsSync(NodePath.join(root, "cgroup.controllers")) ? v2() : v1()
-  const probe = flavour.prepare(`probe-${process.pid}`, "small")
+  const probe = flavour.prepare(`probe-${process.pid}`, defaultSizes.small)
   if (probe === undefined) return none
   remove(probe)
   return flavour

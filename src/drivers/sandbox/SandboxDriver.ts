@@ -21,6 +21,7 @@ import * as NodeCrypto from "node:crypto"
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
 import type * as NodeStream from "node:stream"
+import { defaultSizes, type SizeTable } from "../../kernel/config/MachineSizes.js"
 import { wrapOnce } from "../ExactlyOnce.js"
 import {
   hostBootId,
@@ -133,6 +134,8 @@ export const make = (
     readonly spawner?: Spawner | undefined
     /** What machines with internet access may reach besides the internet (Network.ts). */
     readonly network?: Network.NetworkSettings | undefined
+    /** The limits of each size (`SVC_SIZES`); the defaults of extensions.md §5 unless given. */
+    readonly sizes?: SizeTable | undefined
   },
   warnOnce: (message: string) => void = () => undefined
 ): MachineDriverShape & {
@@ -140,6 +143,7 @@ export const make = (
   readonly refreshNetworks: Effect.Effect<void>
 } => {
   const { cgroups, tools } = options
+  const sizes = options.sizes ?? defaultSizes
   const spawner = options.spawner ?? inProcess
   const paths = (id: string) => machinePaths(options.dataDir, id)
   const netOf = (id: string) => Network.netPaths(paths(id).machine)
@@ -486,7 +490,7 @@ export const make = (
           Network.killSlirp(netOf(spec.id))
           Network.writeFiles(netOf(spec.id), network)
         })
-        const groups = cgroups.enforced ? cgroups.prepare(spec.id, spec.size) : []
+        const groups = cgroups.enforced ? cgroups.prepare(spec.id, sizes[spec.size]) : []
         if (groups === undefined) {
           warnOnce(`cgroups: cannot create the groups of machine ${spec.id}; it runs without CPU and memory limits`)
         }
@@ -624,6 +628,8 @@ export const layer = (options: {
   readonly launcher?: boolean | undefined
   /** What machines with internet access may reach besides the internet (`SVC_MACHINE_LAN`, ...). */
   readonly network?: Network.NetworkSettings | undefined
+  /** The limits of each size (`SVC_SIZES`). */
+  readonly sizes?: SizeTable | undefined
 }) =>
   Layer.scoped(
     MachineDriver,
@@ -650,7 +656,8 @@ export const layer = (options: {
         tools,
         agentsDir: options.agentsDir,
         spawner,
-        network: options.network
+        network: options.network,
+        sizes: options.sizes
       }, warnOnce)
       // Adopted machines keep their network; a path that died while svc was away is rebuilt.
       // Interruptible whatever builds the layer (a finalizer does, in destroyMachines): the layer's

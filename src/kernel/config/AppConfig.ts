@@ -7,6 +7,7 @@ import { Config, ConfigError, Context, Effect, Either, Layer, Option, Redacted, 
 import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
 import { fileURLToPath } from "node:url"
+import { sizesSetting, type SizeTable } from "./MachineSizes.js"
 
 export type Runtime = "sandbox" | "docker" | "process"
 
@@ -82,6 +83,8 @@ export interface AppConfigShape {
   readonly deletedOrganizationRetentionDays?: number | undefined
   /** The abuse guard (docs/operators.md); the defaults when absent. */
   readonly abuse?: AbuseGuardSettings | undefined
+  /** `SVC_SIZES` merged over the machine sizes (MachineSizes.ts); the defaults when absent. */
+  readonly sizes?: SizeTable | undefined
 }
 
 export interface AbuseGuardSettings {
@@ -493,6 +496,7 @@ const load = Effect.gen(function*() {
       Config.withDefault(24 * 1024 * 1024)
     ),
     limits: yield* limitsSetting,
+    sizes: yield* sizesSetting,
     capacity: {
       maxRunning: yield* Config.integer("SVC_HOST_MAX_RUNNING").pipe(
         Config.validate({ message: "must be at least 1", validation: (n) => n >= 1 }),

@@ -22,9 +22,6 @@ export type MachineState = typeof MachineState.Type
 export const MachineSize = Schema.Literal("small", "default", "large")
 export type MachineSize = typeof MachineSize.Type
 
-/** The CPUs of each size (extensions.md §5): cgroup limits and the abuse guard's CPU share. */
-export const sizeCpus: Readonly<Record<MachineSize, number>> = { small: 1, default: 2, large: 4 }
-
 /** Why a machine was last stopped by svc rather than by its owner. */
 export const StopReason = Schema.Literal(
   "api",
