@@ -22,7 +22,7 @@ import * as NodeZlib from "node:zlib"
 import { syncFileSystem, writeDurable } from "./Fsync.js"
 import { SharedLock } from "./Lock.js"
 import { type Manifest, type ManifestEntry, type Summary, summaryOf, type Tier } from "./Manifest.js"
-import { finishMetadata, inPool, makeSkeleton, removeTree, walk } from "./Tree.js"
+import { removeTree, walk, writeTree } from "./Tree.js"
 
 const gzip = promisify(NodeZlib.gzip)
 const gunzip = promisify(NodeZlib.gunzip)
@@ -127,14 +127,13 @@ export class ChunkStore {
       if (parent !== undefined && parent.manifest.tier === request.tier) {
         for (const entry of parent.manifest.entries) if (entry.type === "file") reusable.set(entry.path, entry)
       }
-      const walked = await walk(request.disk)
-      const total = walked.reduce((sum, entry) => sum + entry.size, 0)
-      const entries: Array<ManifestEntry> = walked.map(({ identity, ...entry }) =>
-        entry.type === "file" ? { ...entry, identity } : entry
-      )
       const written = new Set<string>()
       let uploaded = 0
       let doneBytes = 0
+      // The disk's size is known only once it is walked: meanwhile progress counts against the
+      // parent's size, or what the walk has reached.
+      let reachedBytes = 0
+      const expected = () => Math.max(parent?.manifest.size_bytes ?? 0, reachedBytes)
       const store = async (data: Uint8Array) => {
         const hash = sha256(data)
         if (written.has(hash)) return hash
@@ -148,21 +147,29 @@ export class ChunkStore {
         uploaded += bytes.byteLength
         return hash
       }
-      const files = entries.map((entry, index) => [entry, index] as const).filter(([entry]) => entry.type === "file")
-      await inPool(files, parallelFiles, async ([entry, index]) => {
-        const before = reusable.get(entry.path)
-        if (
-          before !== undefined && before.chunks !== undefined && before.size === entry.size &&
-          before.mtime === entry.mtime && before.identity?.ino === entry.identity?.ino &&
-          before.identity?.ctime === entry.identity?.ctime
-        ) {
-          entries[index] = { ...entry, chunks: before.chunks }
-        } else {
-          entries[index] = { ...entry, chunks: await this.chunkFile(NodePath.join(request.disk, entry.path), store) }
+      // Files are read through the walk, by descriptor, never by a path the machine could redirect.
+      const entries: Array<ManifestEntry> = await walk<ManifestEntry>(request.disk, {
+        parallel: parallelFiles,
+        file: async (entry, open) => {
+          reachedBytes += entry.size
+          const before = reusable.get(entry.path)
+          let done: ManifestEntry | undefined
+          if (
+            before !== undefined && before.chunks !== undefined && before.size === entry.size &&
+            before.mtime === entry.mtime && before.identity?.ino === entry.identity.ino &&
+            before.identity?.ctime === entry.identity.ctime
+          ) {
+            done = { ...entry, chunks: before.chunks }
+          } else {
+            const handle = await open()
+            if (handle !== undefined) done = { ...entry, ...(await this.chunkFile(handle, entry.size, store)) }
+          }
+          doneBytes += entry.size
+          request.onProgress?.(doneBytes, expected())
+          return done
         }
-        doneBytes += entry.size
-        request.onProgress?.(doneBytes, total)
       })
+      const total = entries.reduce((sum, entry) => sum + entry.size, 0)
       // Every chunk durable before the manifest that names them.
       if (!(await syncFileSystem(this.root))) throw new Error("could not sync the snapshot store's file system")
       const manifest: Manifest = {
@@ -186,23 +193,26 @@ export class ChunkStore {
     })
   }
 
-  private async chunkFile(path: string, store: (data: Uint8Array) => Promise<string>) {
-    const handle = await NodeFs.open(path, "r")
+  /** The chunks of at most `size` bytes of the open file (it closes it), and the bytes they hold. */
+  private async chunkFile(handle: NodeFs.FileHandle, size: number, store: (data: Uint8Array) => Promise<string>) {
     try {
-      const hashes: Array<string> = []
-      const buffer = Buffer.allocUnsafe(this.chunkSize)
-      while (true) {
+      const chunks: Array<string> = []
+      const buffer = Buffer.allocUnsafe(Math.min(this.chunkSize, Math.max(size, 1)))
+      let read = 0
+      while (read < size) {
         let filled = 0
-        while (filled < this.chunkSize) {
-          const { bytesRead } = await handle.read(buffer, filled, this.chunkSize - filled, null)
+        const want = Math.min(buffer.length, size - read)
+        while (filled < want) {
+          const { bytesRead } = await handle.read(buffer, filled, want - filled, null)
           if (bytesRead === 0) break
           filled += bytesRead
         }
         if (filled === 0) break
-        hashes.push(await store(buffer.subarray(0, filled)))
-        if (filled < this.chunkSize) break
+        chunks.push(await store(buffer.subarray(0, filled)))
+        read += filled
+        if (filled < want) break
       }
-      return hashes
+      return { chunks, size: read }
     } finally {
       await handle.close()
     }
@@ -228,20 +238,13 @@ export class ChunkStore {
       const partial = `${target}.partial`
       await removeTree(partial)
       await NodeFs.mkdir(NodePath.dirname(target), { recursive: true })
-      await makeSkeleton(partial, manifest.entries)
-      const files = manifest.entries.filter((entry) => entry.type === "file")
       let doneBytes = 0
-      await inPool(files, parallelFiles, async (entry) => {
-        const handle = await NodeFs.open(NodePath.join(partial, entry.path), "w")
-        try {
-          for (const hash of entry.chunks ?? []) await handle.write(await this.readChunk(manifest.tier, hash))
-        } finally {
-          await handle.close()
-        }
+      // Every entry is created new under folders the restore made: a manifest cannot write elsewhere.
+      await writeTree(partial, manifest.entries, async (entry, handle) => {
+        for (const hash of entry.chunks ?? []) await handle.write(await this.readChunk(manifest.tier, hash))
         doneBytes += entry.size
         onProgress?.(doneBytes, manifest.size_bytes)
-      })
-      await finishMetadata(partial, manifest.entries)
+      }, parallelFiles)
       if (!(await syncFileSystem(partial))) throw new Error("could not sync the restored disk")
       await NodeFs.rename(partial, target)
     })
