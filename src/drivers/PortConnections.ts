@@ -91,20 +91,22 @@ process.stdin.pipe(s);
 s.pipe(process.stdout);`
 
 /**
- * A stream to `port` in the network namespace of host process `pid`. The user namespace is entered
- * too: the machine's network namespace belongs to it, and only its root may join.
+ * A stream to `port` in the network namespace of host process `pid`. Only that namespace is
+ * entered: svc made it, in the host's user namespace, and the relay stays outside the machine's
+ * user and pid namespaces (nothing in the machine can see it), with nothing of svc's environment.
  */
 export const connectThroughNamespace = (nsenter: string, pid: number, port: number): NodeStream.Duplex => {
+  const env = { PATH: process.env.PATH ?? "/usr/bin:/bin" }
   // The single executable takes no `-e`: its entry (src/cli/single.ts) relays when told so by env.
   const relay = isSingleExecutable
-    ? NodeChild.spawn(nsenter, [`--target=${pid}`, "--user", "--net", "--", process.execPath], {
+    ? NodeChild.spawn(nsenter, [`--target=${pid}`, "--net", "--", process.execPath], {
       stdio: ["pipe", "pipe", "ignore"],
-      env: { ...process.env, SVC_RELAY_PORT: String(port) }
+      env: { ...env, SVC_RELAY_PORT: String(port) }
     })
     : NodeChild.spawn(
       nsenter,
-      [`--target=${pid}`, "--user", "--net", "--", process.execPath, "-e", relayScript, String(port)],
-      { stdio: ["pipe", "pipe", "ignore"] }
+      [`--target=${pid}`, "--net", "--", process.execPath, "-e", relayScript, String(port)],
+      { stdio: ["pipe", "pipe", "ignore"], env }
     )
   const stream = NodeStream.Duplex.from({ readable: relay.stdout, writable: relay.stdin })
   relay.on("error", (error) => stream.destroy(error))

@@ -16,7 +16,7 @@ import * as NodeChild from "node:child_process"
 import * as NodeFs from "node:fs"
 import type * as NodeNet from "node:net"
 import { onceArgv } from "../ExactlyOnce.js"
-import { realSleep, reapMillis } from "../HostProcess.js"
+import { hostPath, realSleep, reapMillis } from "../HostProcess.js"
 import type { OutputStream, TerminalInput, TerminalSize } from "../MachineDriver.js"
 
 /** The launcher ended (or could not start) before the run's command was seen to exit. */
@@ -163,7 +163,12 @@ export const frameReader = (
  * inside the machine; its complaints (Perl's, or those of the way in) go to `logFile`. When svc
  * ends, the launcher's channel closes and it ends once its commands have.
  */
-export const spawnLauncher = (argv: ReadonlyArray<string>, logFile: string): Launcher => {
+export const spawnLauncher = (
+  argv: ReadonlyArray<string>,
+  logFile: string,
+  /** The launcher's own environment (commands get theirs with each run): nothing of svc's. */
+  env: Readonly<Record<string, string>> = { PATH: hostPath }
+): Launcher => {
   const sinks = new Map<number, (event: RunEvent) => void>()
   let nextId = 1
   let ended: string | undefined
@@ -174,6 +179,7 @@ export const spawnLauncher = (argv: ReadonlyArray<string>, logFile: string): Lau
       child = NodeChild.spawn(argv[0]!, argv.slice(1), {
         cwd: "/",
         detached: true,
+        env,
         stdio: ["ignore", "ignore", log, "pipe"]
       })
     } finally {

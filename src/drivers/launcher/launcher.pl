@@ -18,12 +18,25 @@ use warnings;
 $0 = 'svc-launcher';
 use POSIX ();
 use Fcntl ();
+use Config ();
 
 # Leave nsenter (svc's child, outside the machine) behind: the machine's init adopts the launcher.
 # So freezing the machine cannot stop nsenter for good (it stops itself when its child stops), and
 # the CPU time of what the launcher reaped stays counted inside the machine after it ends.
 defined(my $daemon = fork) or die "svc-launcher: cannot fork: $!\n";
 POSIX::_exit(0) if $daemon;
+
+# A machine's launcher gets the machine's seccomp program (src/drivers/sandbox/Seccomp.ts, as hex)
+# as its argument: every command it forks inherits the filter. None: no filter (the process driver).
+if (@ARGV && $ARGV[0] =~ /^(?:[0-9a-f]{16})+$/) {
+  my $filter = pack('H*', $ARGV[0]);
+  my %seccompCall = (x86_64 => 317, aarch64 => 277);
+  my ($arch) = $Config::Config{archname} =~ /^([^-]+)/;
+  my $call = $seccompCall{$arch // ''} or die "svc-launcher: no seccomp on this architecture\n";
+  # struct sock_fprog: the instruction count, then a pointer to them. SECCOMP_SET_MODE_FILTER: 1.
+  my $fprog = pack('S x![P] P', length($filter) / 8, $filter);
+  syscall($call, 1, 0, $fprog) == 0 or die "svc-launcher: cannot install the seccomp filter: $!\n";
+}
 
 $SIG{PIPE} = 'IGNORE';
 my $ending = 0;

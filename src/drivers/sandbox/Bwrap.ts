@@ -43,7 +43,7 @@ const rootEntry = (name: string): ReadonlyArray<string> => {
 }
 
 /** Host secrets under /etc that a machine must not read: hidden behind /dev/null. */
-const masked = () => {
+export const maskedFiles = () => {
   const files = ["/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/sudoers"]
   try {
     for (const name of NodeFs.readdirSync("/etc/ssh")) {
@@ -52,8 +52,30 @@ const masked = () => {
   } catch {
     // no ssh server
   }
-  return files.filter((file) => NodeFs.existsSync(file)).flatMap((file) => ["--ro-bind", "/dev/null", file])
+  return files.filter((file) => NodeFs.existsSync(file))
 }
+
+const masked = () => maskedFiles().flatMap((file) => ["--ro-bind", "/dev/null", file])
+
+/** The host folders a machine sees read-only: /usr, /etc, and /bin, /lib... where they are folders. */
+export const readOnlyFolders = () => [
+  "/usr",
+  "/etc",
+  ...usrLinks.map((name) => `/${name}`).filter((path) => rootEntry(path.slice(1))[0] === "--ro-bind")
+]
+
+/**
+ * Where an isolated boot's spawner puts what bwrap reads (Spawner.ts `Isolation.data`): the
+ * machine's resolv.conf and the seccomp program, on these descriptors.
+ */
+export const isolatedFds = { resolvConf: 7, seccomp: 8 } as const
+
+/**
+ * Where an isolated boot's spawner mounts, in its own mount namespace, the machine's disk (idmapped)
+ * and the agents' tools, for bwrap to bind: a folder the machine's root can walk to (the data dir
+ * is the host root's alone). Made empty on the host once; nothing is mounted there for the host.
+ */
+export const stage = NodeFs.existsSync("/run") ? "/run/svc-stage" : "/tmp/svc-stage"
 
 export interface BwrapOptions {
   /** The machine's disk folder on the host; each of `diskFolders` is bound at `/<folder>`. */
@@ -69,6 +91,12 @@ export interface BwrapOptions {
   readonly infoFd: number
   /** The fd the machine's first process writes a byte to once it runs (see `payload`). */
   readonly readyFd: number
+  /**
+   * Isolated (docs/drivers.md "Isolation"): bwrap runs as root of the machine's user namespace,
+   * made by the spawner, which also mounted the read-only folders and the masks (locked) and hands
+   * the resolv.conf and the seccomp program on `isolatedFds`.
+   */
+  readonly isolated?: boolean | undefined
 }
 
 /**
@@ -78,8 +106,10 @@ export interface BwrapOptions {
 export const bwrapArgs = (options: BwrapOptions): ReadonlyArray<string> => [
   // New user (when the host allows), pid, mount, ipc, uts and cgroup namespaces. The network
   // namespace is the one bwrap is started in: the machine's own, made before (Network.ts).
-  "--unshare-all",
-  "--share-net",
+  // Isolated, the user namespace is the one bwrap runs in (the machine's, made by the spawner).
+  ...(options.isolated === true
+    ? ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup", "--seccomp", String(isolatedFds.seccomp)]
+    : ["--unshare-all", "--share-net"]),
   "--new-session",
   "--ro-bind",
   "/usr",
@@ -87,17 +117,22 @@ export const bwrapArgs = (options: BwrapOptions): ReadonlyArray<string> => [
   "--ro-bind",
   "/etc",
   "/etc",
-  ...masked(),
-  "--ro-bind",
-  options.resolvConf,
-  options.resolvTarget,
+  ...(options.isolated === true
+    ? ["--ro-bind-data", String(isolatedFds.resolvConf), options.resolvTarget]
+    : [...masked(), "--ro-bind", options.resolvConf, options.resolvTarget]),
   ...usrLinks.flatMap(rootEntry),
   "--proc",
   "/proc",
   "--dev",
   "/dev",
-  ...diskFolders.flatMap((folder) => ["--bind", NodePath.join(options.diskDir, folder), `/${folder}`]),
-  ...(options.toolsDir === undefined ? [] : ["--ro-bind-try", options.toolsDir, toolsMount]),
+  ...diskFolders.flatMap((folder) => [
+    "--bind",
+    NodePath.join(options.isolated === true ? `${stage}/disk` : options.diskDir, folder),
+    `/${folder}`
+  ]),
+  ...(options.toolsDir === undefined
+    ? []
+    : ["--ro-bind-try", options.isolated === true ? `${stage}/tools` : options.toolsDir, toolsMount]),
   "--hostname",
   options.hostname,
   "--chdir",

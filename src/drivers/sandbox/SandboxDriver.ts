@@ -65,8 +65,10 @@ import {
 import { connectLocal, connectThroughNamespace, servedBy, sharesHostNetwork } from "../PortConnections.js"
 import { bwrapArgs, hostnameOf, machineHome, machinePath, toolsMount } from "./Bwrap.js"
 import * as Cgroups from "./Cgroups.js"
+import { isolationOf, seccompHex } from "./Isolation.js"
 import * as Network from "./Network.js"
 import { hostSpawner, inProcess, type Spawner } from "./Spawner.js"
+import * as UidRanges from "./UidRanges.js"
 
 interface RunRecord {
   /** Host pid of the sandbox's pid 1 (bubblewrap's init). */
@@ -136,6 +138,8 @@ export const make = (
     readonly network?: Network.NetworkSettings | undefined
     /** The limits of each size (`SVC_SIZES`); the defaults of extensions.md §5 unless given. */
     readonly sizes?: SizeTable | undefined
+    /** Machines in user namespaces of their own (docs/drivers.md "Isolation"); needs the spawner. */
+    readonly isolated?: boolean | undefined
   },
   warnOnce: (message: string) => void = () => undefined
 ): MachineDriverShape & {
@@ -195,11 +199,13 @@ export const make = (
       "--",
       perl,
       "-e",
-      launcherScript
+      launcherScript,
+      ...(options.isolated === true ? [seccompHex] : [])
     ]
     const launcher = spawnLauncher(
       record.groups === undefined ? enter : Cgroups.joinThen(record.groups, enter),
-      NodePath.join(paths(id).machine, "launcher.log")
+      NodePath.join(paths(id).machine, "launcher.log"),
+      { PATH: machinePath }
     )
     launchers.set(id, { bootId: record.bootId, launcher })
     return launcher
@@ -283,10 +289,25 @@ export const make = (
           resolvTarget,
           toolsDir: options.agentsDir,
           infoFd: 3,
-          readyFd: 4
+          readyFd: 4,
+          isolated: options.isolated
         })
       ])
       if (typeof command === "string") return finish(Effect.fail(new DriverError({ message: command })))
+      let isolation
+      try {
+        isolation = options.isolated === true
+          ? isolationOf({
+            dataDir: options.dataDir,
+            id: spec.id,
+            diskDir: machine.disk,
+            toolsDir: options.agentsDir,
+            resolvConf: net.resolvConf
+          })
+          : undefined
+      } catch (cause) {
+        return finish(Effect.fail(new DriverError({ message: "cannot prepare the machine's isolation", cause })))
+      }
       spawner.start({
         argv: command.argv,
         afterNetns: command.afterNetns,
@@ -294,7 +315,8 @@ export const make = (
         // bwrap hands its environment to the machine: not on its command line, which every host user can read
         env: { PATH: machinePath, HOME: machineHome, ...spec.env },
         logFile,
-        groups
+        groups,
+        isolation
       }, {
         spawned: (pid) => void (bwrapPid = pid),
         ready,
@@ -498,7 +520,11 @@ export const make = (
         return { bootId: record.bootId }
       }),
     stop,
-    destroy: destroyWith(options.dataDir, stop),
+    destroy: (id) =>
+      Effect.tap(
+        destroyWith(options.dataDir, stop)(id),
+        () => attempt("destroy", () => UidRanges.release(options.dataDir, id))
+      ),
     observe: observeWith(options.dataDir, running),
     setInternetAccess: (id, enabled) =>
       Effect.flatMap(
@@ -647,8 +673,8 @@ export const layer = (options: {
         warned = true
         Runtime.runFork(runtime)(Effect.logWarning(message))
       }
-      // With Perl, the spawner starts the sandboxes (Spawner.ts); it ends with the layer.
-      const spawner = tools.perl === undefined ? inProcess : hostSpawner(tools.perl)
+      // With Perl, the spawner starts the sandboxes (Spawner.ts) and isolates them; it ends with the layer.
+      const spawner = found.perl === undefined ? inProcess : hostSpawner(found.perl)
       yield* Effect.addFinalizer(() => Effect.sync(spawner.close))
       const driver = make({
         dataDir: options.dataDir,
@@ -657,7 +683,8 @@ export const layer = (options: {
         agentsDir: options.agentsDir,
         spawner,
         network: options.network,
-        sizes: options.sizes
+        sizes: options.sizes,
+        isolated: found.perl !== undefined
       }, warnOnce)
       // Adopted machines keep their network; a path that died while svc was away is rebuilt.
       // Interruptible whatever builds the layer (a finalizer does, in destroyMachines): the layer's

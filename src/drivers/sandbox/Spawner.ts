@@ -34,8 +34,28 @@ export interface SandboxStart {
   readonly env: Readonly<Record<string, string>>
   /** bwrap's stdout and stderr, truncated first. */
   readonly logFile: string
-  /** pid 1 and the first process join these as soon as they are known. */
+  /** pid 1 and the first process join these as soon as they are known (isolated: before bwrap). */
   readonly groups: Cgroups.Groups
+  /** A machine of its own user namespace (spawner.pl `isolate`; only the spawner does it). */
+  readonly isolation?: Isolation | undefined
+}
+
+/** What the spawner makes before bwrap for an isolated machine (docs/drivers.md "Isolation"). */
+export interface Isolation {
+  /** The first host uid and gid of the machine's range (UidRanges.ts): its root. */
+  readonly uidBase: number
+  /** Mounted at `<stage>/disk`, idmapped to the machine's user namespace. */
+  readonly diskDir: string
+  /** An empty host folder, where the spawner mounts a tmpfs with the disk and the tools (Bwrap.stage). */
+  readonly stage: string
+  /** Mounted at `<stage>/tools` read-only, when it exists. */
+  readonly toolsDir: string | undefined
+  /** Bound over themselves read-only, nosuid and nodev, locked for the machine. */
+  readonly readOnly: ReadonlyArray<string>
+  /** Hidden behind /dev/null, locked. */
+  readonly masked: ReadonlyArray<string>
+  /** Bytes bwrap reads on fds 7, 8, ... (Bwrap.isolatedFds). */
+  readonly data: ReadonlyArray<Uint8Array>
 }
 
 export interface StartEvents {
@@ -57,6 +77,7 @@ export interface Spawner {
 export const inProcess: Spawner = {
   close: () => undefined,
   start: (request, on) => {
+    if (request.isolation !== undefined) return on.failed("an isolated machine needs the spawner (Perl under /usr)")
     let child: NodeChild.ChildProcess
     try {
       const log = NodeFs.openSync(request.logFile, "w", 0o600)
@@ -115,9 +136,23 @@ export const inProcess: Spawner = {
 /** The architectures whose unshare(2) number spawner.pl knows. */
 const nativeNetns = process.arch === "x64" || process.arch === "arm64"
 
+const isolationFields = (isolation: Isolation | undefined) =>
+  isolation === undefined ? [""] : [
+    String(isolation.uidBase),
+    isolation.diskDir,
+    isolation.stage,
+    isolation.toolsDir ?? "",
+    String(isolation.readOnly.length),
+    ...isolation.readOnly,
+    String(isolation.masked.length),
+    ...isolation.masked,
+    String(isolation.data.length),
+    ...isolation.data.map((bytes) => Buffer.from(bytes).toString("hex"))
+  ]
+
 /**
- * `tag, log file, netns, [net argc, net argv...], group count, cgroup.procs files..., argc, argv...,
- * env name, value, ...` (spawner.pl)
+ * `tag, log file, netns, [net argc, net argv...], group count, cgroup.procs files..., isolation
+ * fields, argc, argv..., env name, value, ...` (spawner.pl)
  */
 const requestFrame = (tag: number, request: SandboxStart) => {
   const native = nativeNetns ? request.afterNetns : undefined
@@ -130,6 +165,7 @@ const requestFrame = (tag: number, request: SandboxStart) => {
       ...(native === undefined ? [""] : ["1", String(netJob.length), ...netJob]),
       String(request.groups.length),
       ...request.groups.map((dir) => NodePath.join(dir, "cgroup.procs")),
+      ...isolationFields(request.isolation),
       String(argv.length),
       ...argv,
       ...Object.entries(request.env).flat()

@@ -5,7 +5,11 @@
 # Requests on stdin: `length (u32 BE) | payload`, the payload's fields joined by NUL:
 #   tag, log file, netns (1: the child first moves into a new network namespace with lo up, as
 #   net.sh's boot does), [with netns 1: net argc, net argv... (a network job for that namespace,
-#   may be none)], group count, cgroup.procs files..., argc, argv..., env name, value, ...
+#   may be none)], group count, cgroup.procs files..., isolation (empty, or the first host uid of
+#   the machine's range: see isolate below), [with isolation: disk folder, stage folder, tools
+#   folder (may be empty), read-only count, paths...,
+#   masked count, paths..., data count, data in hex... (on fds 7, 8, ...)], argc, argv..., env
+#   name, value, ...
 # The network job (net.sh setup: rules, slirp4netns) runs beside bwrap, in the new namespace, and
 # writes a byte on its fd 6 once done; R waits for it too.
 # Answers on stdout, one line each:
@@ -17,6 +21,9 @@
 # Each sandbox starts in a session of its own with stdout and stderr in its log file and only
 # the request's environment. On the end of stdin (svc exited) every sandbox that is not ready yet
 # is killed (no svc knows of it), and the spawner exits: ready ones run on, to be adopted.
+# With isolation (docs/drivers.md "Isolation"), the child joins the groups before it makes any
+# namespace (the machine's cgroup namespace is rooted at its own group), and bwrap gets its
+# arguments on fd 5 (`--args 5`: pid 1's command line shows no host path to the machine).
 # Perl with core modules only (POSIX, Fcntl: perl-base on Debian).
 use strict;
 use warnings;
@@ -29,6 +36,17 @@ use Config;
 # unshare(2) by number: perl-base has no syscall.ph. svc asks for a namespace only on these.
 my %unshareCall = (x86_64 => 272, aarch64 => 97);
 my ($arch) = $Config{archname} =~ /^([^-]+)/;
+# The calls isolate makes, by number on the two architectures svc knows.
+my %calls = (
+  x86_64 => {
+    mount => 165, setns => 308, setgroups => 116, setresuid => 117, setresgid => 119,
+    open_tree => 428, move_mount => 429, mount_setattr => 442
+  },
+  aarch64 => {
+    mount => 40, setns => 268, setgroups => 159, setresuid => 147, setresgid => 149,
+    open_tree => 428, move_mount => 429, mount_setattr => 442
+  }
+);
 
 $SIG{PIPE} = 'IGNORE';
 pipe(my $wakeRead, my $wakeWrite) or die "svc-spawner: pipe: $!\n";
@@ -100,6 +118,14 @@ sub start {
   @netArgv = splice(@fields, 0, shift @fields) if $netns;
   my $groups = shift @fields;
   my @procs = splice(@fields, 0, $groups);
+  my %iso;
+  if (length(my $base = shift @fields)) {
+    my ($disk, $stage, $tools) = splice(@fields, 0, 3);
+    my @readOnly = splice(@fields, 0, shift @fields);
+    my @masked = splice(@fields, 0, shift @fields);
+    my @data = map { pack('H*', $_) } splice(@fields, 0, shift @fields);
+    %iso = (base => $base, disk => $disk, stage => $stage, tools => $tools, readOnly => \@readOnly, masked => \@masked, data => \@data);
+  }
   my $argc = shift @fields;
   my @argv = splice(@fields, 0, $argc);
   my %env = @fields;
@@ -131,6 +157,19 @@ sub start {
       }
       networkJob($netWrite, @netArgv) if @netArgv;
     }
+    if (%iso) {
+      # The groups first: the cgroup namespace bwrap makes is rooted where its maker is.
+      joinGroups({ procs => \@procs }, $$);
+      my $why = isolate(%iso);
+      if (defined $why) {
+        print STDERR "svc-spawner: cannot isolate the machine: $why\n";
+        POSIX::_exit(126);
+      }
+      # bwrap takes its options from the descriptor, and the command after `--` from argv.
+      my ($end) = grep { $argv[$_] eq '--' } 1 .. $#argv;
+      my @options = @argv[1 .. ($end // @argv) - 1];
+      @argv = ($argv[0], '--args', '5', @argv[($end // @argv) .. $#argv]) if pipeOn(5, join('', map { "$_\0" } @options));
+    }
     %ENV = %env;
     exec { $argv[0] } @argv or print STDERR "svc-spawner: cannot run $argv[0]: $!\n";
     POSIX::_exit(127);
@@ -140,7 +179,7 @@ sub start {
   close $netWrite if $netWrite;
   nonblocking($_) for grep { $_ } ($infoRead, $readyRead, $netRead);
   my $boot = {
-    tag => $tag, pid => $pid, procs => \@procs, info => $infoRead, ready => $readyRead, net => $netRead, text => ''
+    tag => $tag, pid => $pid, procs => (%iso ? [] : \@procs), info => $infoRead, ready => $readyRead, net => $netRead, text => ''
   };
   $boots{$tag} = $boot;
   $bypid{$pid} = $boot;
@@ -184,6 +223,159 @@ sub networkJob {
   }
   waitpid($first, 0);
   close $netWrite;
+  return;
+}
+
+# In the forked child: bytes on a pipe read from fd `$fd` (at most a pipe's buffer: bwrap's
+# arguments, a seccomp program, a small file). Answers false when it could not.
+sub pipeOn {
+  my ($fd, $bytes) = @_;
+  # Raw descriptors: a Perl handle would close its number when it goes, the dup2 target among them.
+  my ($read, $write) = POSIX::pipe() or return;
+  my $put = POSIX::write($write, $bytes, length $bytes);
+  POSIX::close($write);
+  return unless defined $put && $put == length $bytes;
+  return 1 if $read == $fd;
+  POSIX::dup2($read, $fd) // return;
+  POSIX::close($read);
+  return 1;
+}
+
+sub call {
+  my ($name, @args) = @_;
+  my $number = $calls{$arch // ''}{$name} or return -1;
+  return syscall($number, @args);
+}
+
+# MS_ flags of mount(2)
+my ($rdonly, $nosuid, $nodev, $noexec, $remount, $bind, $rec, $private) =
+  (1, 2, 4, 8, 32, 4096, 16384, 1 << 18);
+
+# Every mount point at or under `$path`, from mountinfo (fields 5 and 6: where, its options).
+sub mountsUnder {
+  my ($path) = @_;
+  open(my $fh, '<', '/proc/self/mountinfo') or return;
+  my @found;
+  while (my $line = <$fh>) {
+    my @f = split ' ', $line;
+    (my $where = $f[4]) =~ s/\\([0-7]{3})/chr(oct($1))/ge;
+    push @found, [$where, $f[5]] if $where eq $path || index($where, "$path/") == 0;
+  }
+  close $fh;
+  return @found;
+}
+
+# A bind of `$source` at `$target` (recursive for folders), every mount of it read-only, nosuid
+# and nodev. Made here, in a mount namespace of the host's user namespace, and copied into the
+# machine's less privileged one by bwrap, these flags are locked: nothing in the machine can
+# remount them writable, nor unmount a mask to see what it hides.
+sub readOnlyBind {
+  my ($source, $target) = @_;
+  call('mount', $source, $target, 0, $bind | $rec, 0) == 0 or return "bind $target: $!";
+  for my $mount (mountsUnder($target)) {
+    my $flags = $remount | $bind | $rdonly | $nosuid | $nodev | ($mount->[1] =~ /(?:^|,)noexec(?:,|$)/ ? $noexec : 0);
+    call('mount', 0, $mount->[0], 0, $flags, 0) == 0 or return "read-only $mount->[0]: $!";
+  }
+  return;
+}
+
+# A user namespace whose 0-65535 are host ids `$base` onwards (uid_map and gid_map written from
+# here, the host's side), held by a short-lived child: answers its descriptor, or why not.
+sub newUserns {
+  my ($base) = @_;
+  pipe(my $toldRead, my $toldWrite) or return (undef, "pipe: $!");
+  pipe(my $holdRead, my $holdWrite) or return (undef, "pipe: $!");
+  my $pid = fork // return (undef, "fork: $!");
+  if ($pid == 0) {
+    close $toldRead;
+    close $holdWrite;
+    POSIX::_exit(1) unless syscall($unshareCall{$arch}, 0x10000000) == 0;
+    syswrite($toldWrite, 'u');
+    sysread($holdRead, my $end, 1);
+    POSIX::_exit(0);
+  }
+  close $toldWrite;
+  close $holdRead;
+  my ($ns, $why);
+  if ((sysread($toldRead, my $byte, 1) // 0) != 1) {
+    $why = "no user namespace: the kernel refused (user.max_user_namespaces?)";
+  } else {
+    for my $map ('uid_map', 'gid_map') {
+      my $ok = open(my $fh, '>', "/proc/$pid/$map");
+      $ok &&= syswrite($fh, "0 $base 65536\n");
+      $why //= "$map: $!" unless $ok;
+    }
+    $why //= "its descriptor: $!" unless open($ns, '<', "/proc/$pid/ns/user");
+  }
+  close $holdWrite;
+  waitpid($pid, 0);
+  return ($ns, $why);
+}
+
+# A detached copy of the mount tree at `$source` with `$attr` (MOUNT_ATTR_*, and a user namespace
+# to idmap by), attached at `$target`. Answers why not.
+sub attachCopy {
+  my ($source, $target, $set, $ns) = @_;
+  my $tree = call('open_tree', -100, $source, 1 | 0x80000 | 0x8000);
+  return "open_tree $source: $!" if $tree < 0;
+  my $attr = pack('Q4', $set, 0, 0, $ns ? fileno($ns) : 0);
+  my $empty = '';
+  my $why;
+  if (call('mount_setattr', $tree, $empty, 0x1000 | 0x8000, $attr, length $attr) != 0) {
+    $why = "mount_setattr $source: $!";
+  } elsif (call('move_mount', $tree, $empty, -100, $target, 4) != 0) {
+    $why = "move_mount $source: $!";
+  }
+  POSIX::close($tree);
+  return $why;
+}
+
+# The stage: a small tmpfs that bwrap, as the machine's root, can walk (the data dir is the host
+# root's alone), holding the machine's disk idmapped to its user namespace (what the disk holds as
+# uid 0 is the machine's root, host uid `base`, without a chown) and the agents' tools read-only.
+sub stage {
+  my ($ns, %iso) = @_;
+  my $stage = $iso{stage};
+  mkdir $stage, oct('755') unless -d $stage;
+  call('mount', 'tmpfs', $stage, 'tmpfs', $nosuid | $nodev, 'mode=0755,size=64k') == 0 or return "stage: $!";
+  mkdir "$stage/disk" or return "stage: $!";
+  my $why = attachCopy($iso{disk}, "$stage/disk", 0x100000 | 0x2 | 0x4, $ns);
+  return $why if defined $why || !length $iso{tools} || !-d $iso{tools};
+  mkdir "$stage/tools" or return "stage: $!";
+  return attachCopy($iso{tools}, "$stage/tools", 0x1 | 0x2 | 0x4);
+}
+
+# In the forked child, before bwrap: the machine's user namespace (its own 65,536 host ids), a
+# mount namespace of the host's with the system folders read-only and the disk idmapped, then
+# into the user namespace as its root. bwrap, started there, makes the machine's mount namespace
+# (a copy with every mount above locked), pid, ipc, uts and cgroup namespaces. Answers why not.
+sub isolate {
+  my (%iso) = @_;
+  return "unknown architecture $arch" unless $calls{$arch // ''};
+  my ($ns, $why) = newUserns($iso{base});
+  return $why if defined $why;
+  syscall($unshareCall{$arch}, 0x20000) == 0 or return "mount namespace: $!";
+  call('mount', 0, '/', 0, $rec | $private, 0) == 0 or return "private /: $!";
+  for my $path (@{ $iso{readOnly} }) {
+    next unless -e $path;
+    $why = readOnlyBind($path, $path);
+    return $why if defined $why;
+  }
+  for my $path (@{ $iso{masked} }) {
+    $why = readOnlyBind('/dev/null', $path);
+    return $why if defined $why;
+  }
+  $why = stage($ns, %iso);
+  return $why if defined $why;
+  my $fd = 7;
+  for my $data (@{ $iso{data} }) {
+    pipeOn($fd++, $data) or return "data pipe: $!";
+  }
+  call('setns', fileno($ns), 0x10000000) == 0 or return "setns: $!";
+  close $ns;
+  call('setgroups', 0, 0) == 0 or return "setgroups: $!";
+  call('setresgid', 0, 0, 0) == 0 or return "setresgid: $!";
+  call('setresuid', 0, 0, 0) == 0 or return "setresuid: $!";
   return;
 }
 
