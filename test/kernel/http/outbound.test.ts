@@ -151,10 +151,9 @@ describe("the SSRF guard", () => {
       assert.strictEqual(followed, 0)
       const big = yield* outbound.post(`http://127.0.0.1:${port}/big`, {}, "{}")
       assert.strictEqual(big.body.length, 1024)
-      const started = Date.now()
+      // Ended by its own timeout (the message names it), not by the server.
       const hung = yield* Effect.flip(outbound.post(`http://127.0.0.1:${port}/hang`, {}, "{}"))
-      assert.match(hung.message, /no answer within/)
-      assert.isBelow(Date.now() - started, 2000)
+      assert.strictEqual(hung.message, "no answer within 0.3 s")
       outbound.close()
       server.closeAllConnections()
       server.close()
