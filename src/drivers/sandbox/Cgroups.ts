@@ -1,6 +1,6 @@
 /**
- * CPU and memory limits by size, and exact CPU time, through cgroups where the host lets svc
- * create them (cgroup v1 `cpu`, `cpuacct` and `memory` controllers, or cgroup v2). Best effort: a
+ * CPU, memory and process limits by size, and exact CPU time, through cgroups where the host lets
+ * svc create them (cgroup v1 `cpu`, `cpuacct`, `memory` and `pids` controllers, or cgroup v2). A
  * host that refuses (no permission, read-only /sys/fs/cgroup) leaves machines unlimited, says so
  * once in the log, and CPU time falls back to /proc sampling (see SandboxDriver).
  *
@@ -119,18 +119,20 @@ export const cpuSeconds = (groups: Groups): number | undefined => {
 export const remove = (groups: Groups) => groups.map(removeGroup).every(Boolean)
 
 const v1 = (): Cgroups => {
-  const groupsOf = (id: string) => ["cpu", "cpuacct", "memory"].map((controller) => groupDir(controller, id))
+  const groupsOf = (id: string) => ["cpu", "cpuacct", "memory", "pids"].map((controller) => groupDir(controller, id))
   return {
     enforced: true,
     groupsOf,
     prepare: (id, limits) => {
       const groups = groupsOf(id)
       try {
-        const [cpu, , memory] = groups
+        const [cpu, , memory, pids] = groups
         for (const dir of groups) NodeFs.mkdirSync(dir, { recursive: true })
         write(NodePath.join(cpu!, "cpu.cfs_period_us"), String(period))
         write(NodePath.join(cpu!, "cpu.cfs_quota_us"), String(limits.cpus * period))
         write(NodePath.join(memory!, "memory.limit_in_bytes"), memoryBytes(limits))
+        // Processes and threads: a fork past it fails with EAGAIN inside the machine.
+        write(NodePath.join(pids!, "pids.max"), String(limits.processes))
         return groups
       } catch {
         remove(groups)
@@ -151,15 +153,16 @@ const v2 = (): Cgroups => {
         const parent = NodePath.dirname(dir!)
         try {
           // Controllers reach a group only through every ancestor's subtree_control.
-          write(NodePath.join(NodePath.dirname(parent), "cgroup.subtree_control"), "+cpu +memory")
+          write(NodePath.join(NodePath.dirname(parent), "cgroup.subtree_control"), "+cpu +memory +pids")
         } catch {
           // enabled already, or refused (svc's own group holds processes): the next write tells
         }
         NodeFs.mkdirSync(parent, { recursive: true })
-        write(NodePath.join(parent, "cgroup.subtree_control"), "+cpu +memory")
+        write(NodePath.join(parent, "cgroup.subtree_control"), "+cpu +memory +pids")
         NodeFs.mkdirSync(dir!, { recursive: true })
         write(NodePath.join(dir!, "cpu.max"), `${limits.cpus * period} ${period}`)
         write(NodePath.join(dir!, "memory.max"), memoryBytes(limits))
+        write(NodePath.join(dir!, "pids.max"), String(limits.processes))
         return [dir!]
       } catch {
         remove([dir!])
