@@ -159,14 +159,15 @@ export const RoutesLive = Layer.unwrapEffect(
 /**
  * A Node HTTP server on `host` and `port` whose port proxy requests and upgrades go to the port
  * proxy (src/ports/Proxy.ts), and terminal WebSockets to src/terminals/Socket.ts, before the
- * Effect app sees them.
+ * Effect app sees them. The proxy looks first: on a port's own origin (`SVC_PORTS_URL`) every
+ * path is the machine's, none is svc's.
  */
 export const nodeServerOn = (options: { readonly host: string; readonly port: number }) =>
   Layer.unwrapEffect(
     Effect.map(
       Effect.all([makePortProxy, makeTerminalSockets]),
       ([proxy, terminals]) =>
-        NodeHttpServer.layer(() => withTerminalSockets(withPortProxy(createServer(), proxy), terminals), options)
+        NodeHttpServer.layer(() => withPortProxy(withTerminalSockets(createServer(), terminals), proxy), options)
     )
   )
 

@@ -22,7 +22,7 @@ export const MachinesHandlers = HttpApiBuilder.group(Api, "machines", (handlers)
     // template (snapshots), a port token (ports). Those areas answer them; this group only routes.
     const origins = yield* machineOrigins
     const portToken = yield* portTokenRoute
-    const dto = machineDto(config.baseUrl)
+    const dto = machineDto(config)
     const accepted = acceptedChange(config.baseUrl)
     const change = (
       headers: { readonly "idempotency-key"?: string | undefined },

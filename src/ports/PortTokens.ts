@@ -56,7 +56,7 @@ const make = Effect.gen(function*() {
           created_at: now,
           expires_at: expiresAt
         })
-        return { token, url: portUrl(config.baseUrl, machineId, port), expiresAt } satisfies NewPortToken
+        return { token, url: portUrl(config, machineId, port), expiresAt } satisfies NewPortToken
       }),
 
     /** Whether `token` opens `port` of `machineId` now. */

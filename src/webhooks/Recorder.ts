@@ -25,7 +25,7 @@ export const makeRecorder = Effect.gen(function*() {
   const marks = yield* OutboxMarks
   const machines = yield* MachinesRepo
   const operations = yield* OperationsRepo
-  const toMachine = machineDto((yield* AppConfig).baseUrl)
+  const toMachine = machineDto(yield* AppConfig)
   const toOperation = operationDto(notQueued)
 
   const dataOf = (event: DomainEvent): Effect.Effect<Option.Option<unknown>> => {

@@ -29,12 +29,21 @@ const server = http.createServer((req, res) => {
       res.write("one\\n");
       return setTimeout(() => res.end("two\\n"), 100);
     }
-    res.writeHead(201, { "content-type": "application/json", "set-cookie": "app=1; Path=/" });
+    res.writeHead(201, {
+      "content-type": "application/json",
+      "set-cookie": "svc_session=planted; Path=/",
+      "clear-site-data": '"cookies"',
+      "strict-transport-security": "max-age=31536000",
+      "alt-svc": 'h2=":443"',
+      "service-worker-allowed": "/",
+      "content-security-policy": "img-src 'self'",
+      "x-app": "kept"
+    });
     res.end(JSON.stringify({ method: req.method, url: req.url, headers: req.headers, body: Buffer.concat(chunks).toString() }));
   });
 });
 server.on("upgrade", (req, socket, head) => {
-  socket.write("HTTP/1.1 101 Switching Protocols\\r\\nupgrade: echo\\r\\nconnection: Upgrade\\r\\n\\r\\n");
+  socket.write("HTTP/1.1 101 Switching Protocols\\r\\nupgrade: echo\\r\\nconnection: Upgrade\\r\\nset-cookie: svc_session=planted\\r\\n\\r\\n");
   if (head.length > 0) socket.write(head);
   socket.pipe(socket);
 });
@@ -65,12 +74,13 @@ const decodeOut = (operation: any) => Buffer.from(operation.exec_result.stdout_b
 
 /** Sends an upgrade request and answers the status line and what the upgraded connection echoes. */
 const upgradeEcho = (url: string, headers: Record<string, string> = {}) =>
-  Effect.async<{ status: number; echoed?: string }>((resume) => {
+  Effect.async<{ status: number; echoed?: string; cookie?: ReadonlyArray<string> | undefined }>((resume) => {
     const request = NodeHttp.request(url, { headers: { connection: "Upgrade", upgrade: "echo", ...headers } })
     request.on("upgrade", (response, socket: NodeNet.Socket) => {
       socket.once("data", (chunk) => {
         socket.destroy()
-        resume(Effect.succeed({ status: response.statusCode!, echoed: chunk.toString() }))
+        const cookie = response.headers["set-cookie"]
+        resume(Effect.succeed({ status: response.statusCode!, echoed: chunk.toString(), cookie }))
       })
       socket.write("hello through the proxy")
     })
@@ -98,7 +108,21 @@ describe("port proxy", () => {
       assert.strictEqual(got.body.method, "GET")
       assert.strictEqual(got.body.url, "/some/path?x=1&y=2")
       assert.strictEqual(got.body.headers["x-forwarded-prefix"], base)
-      assert.strictEqual(got.headers.get("set-cookie"), "app=1; Path=/")
+      // Nothing of the machine's answer acts on svc's origin, and its own policy stays next to the sandbox.
+      for (const name of ["set-cookie", "clear-site-data", "strict-transport-security", "alt-svc"]) {
+        assert.isNull(got.headers.get(name), name)
+      }
+      assert.isNull(got.headers.get("service-worker-allowed"))
+      assert.strictEqual(got.headers.get("x-app"), "kept")
+      const policy = got.headers.get("content-security-policy") ?? ""
+      assert.include(policy, "img-src 'self'")
+      assert.match(policy, /sandbox allow-scripts/)
+      assert.notInclude(policy, "allow-same-origin")
+
+      const withKey = yield* anyone("GET", `${base}/k`, { headers: { authorization: "Bearer svc_abcdefgh_x" } })
+      assert.isUndefined(withKey.body.headers.authorization, "an svc key never reaches the machine")
+      const appBearer = yield* anyone("GET", `${base}/k`, { headers: { authorization: "Bearer app-token" } })
+      assert.strictEqual(appBearer.body.headers.authorization, "Bearer app-token", "the app's own credential does")
 
       const posted = yield* anyone("PATCH", `${base}/items`, { body: "a body", headers: { "x-custom": "kept" } })
       assert.strictEqual(posted.body.method, "PATCH")
@@ -116,7 +140,7 @@ describe("port proxy", () => {
       assert.strictEqual(bare.headers.get("location"), `${base}/?q=1`)
 
       const upgraded = yield* upgradeEcho(`${server.url}${base}/socket`)
-      assert.deepStrictEqual(upgraded, { status: 101, echoed: "hello through the proxy" })
+      assert.deepStrictEqual(upgraded, { status: 101, echoed: "hello through the proxy", cookie: undefined })
     }))
 
   it.scopedLive("a private port: a key of the organization, a member's session or a port token; else 404", () =>
@@ -147,13 +171,19 @@ describe("port proxy", () => {
       assert.strictEqual((yield* viewer("GET", `${base}/`)).status, 201, "any preset has R")
       assert.deepStrictEqual(yield* upgradeEcho(`${server.url}${base}/socket`, auth), {
         status: 101,
-        echoed: "hello through the proxy"
+        echoed: "hello through the proxy",
+        cookie: undefined
       })
 
       const browser = yield* signIn(server, "owner@example.com")
-      const bySession = yield* browser.http("GET", `${base}/`, { headers: { cookie: "theme=dark" } })
+      const bySession = yield* browser.http("GET", `${base}/`, {
+        headers: { cookie: "theme=dark", "x-csrf-token": "mine", "x-svc-operator-token": "op" }
+      })
       assert.strictEqual(bySession.status, 201)
-      assert.notInclude(bySession.body.headers.cookie ?? "", "svc_session")
+      // None of svc's cookies or headers reach the machine.
+      assert.notInclude(bySession.body.headers.cookie ?? "", "svc_")
+      assert.isUndefined(bySession.body.headers["x-csrf-token"])
+      assert.isUndefined(bySession.body.headers["x-svc-operator-token"])
       // A session changes things only from svc's own site: another site's page cannot ride the cookie.
       const crossSite = yield* browser.http("POST", `${base}/items`, {
         body: "x",
@@ -241,5 +271,58 @@ describe("port proxy", () => {
       yield* change(api, "POST", `/v1/machines/${id}/ports`, { port })
       yield* startApp(api, id, port)
       assert.strictEqual((yield* api("GET", `/v1/machines/${id}/ports/${port}/http/hello`)).status, 201)
+    }))
+})
+
+/** A GET with a Host header of its own (fetch cannot set one), answered as status, headers and JSON. */
+const getWithHost = (url: string, host: string) =>
+  Effect.async<{ status: number; headers: NodeHttp.IncomingHttpHeaders; body: any }>((resume) => {
+    const request = NodeHttp.request(url, { headers: { host } }, (response) => {
+      const chunks: Array<Buffer> = []
+      response.on("data", (chunk: Buffer) => chunks.push(chunk))
+      response.on("end", () => {
+        const text = Buffer.concat(chunks).toString()
+        let body: unknown = text
+        try {
+          body = JSON.parse(text)
+        } catch {
+          // not JSON: kept as text
+        }
+        resume(Effect.succeed({ status: response.statusCode!, headers: response.headers, body }))
+      })
+    })
+    request.on("error", (error) => resume(Effect.die(error)))
+    request.end()
+  })
+
+describe("port proxy on origins of their own (SVC_PORTS_URL)", () => {
+  it.scopedLive("a port is served by its Host name, unsandboxed but with host-only cookies; ports[].url names it", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer({ runtime: "sandbox", portsUrl: "http://{port}-{machine}.ports.test" })
+      const owner = yield* server.bootstrap("owner@example.com")
+      const api = client(server.url, { key: owner.api_key })
+      const id = yield* runningMachine(api, "own-origin", { internet_access: false })
+      const port = randomPort()
+      yield* change(api, "POST", `/v1/machines/${id}/ports`, { port, public: true })
+      yield* startApp(api, id, port)
+      const machine = yield* api("GET", `/v1/machines/${id}`)
+      assert.strictEqual(machine.body.ports[0].url, `http://${port}-${id}.ports.test/`)
+
+      const host = `${port}-${id}.ports.test`
+      const got = yield* getWithHost(`${server.url}/any/path?x=1`, host)
+      assert.strictEqual(got.status, 201)
+      assert.strictEqual(got.body.url, "/any/path?x=1")
+      assert.isUndefined(got.body.headers["x-forwarded-prefix"])
+      assert.deepStrictEqual(got.headers["set-cookie"], ["svc_session=planted; Path=/"], "its own origin's cookie")
+      assert.strictEqual(got.headers["content-security-policy"], "img-src 'self'", "no sandbox on its own origin")
+      // svc's API is not on a port's origin: every path there is the machine's.
+      const apiPath = yield* getWithHost(`${server.url}/v1/machines`, host)
+      assert.strictEqual(apiPath.status, 201)
+      assert.strictEqual(apiPath.body.url, "/v1/machines")
+      // Another host is svc's, and the path under svc's origin still works, sandboxed.
+      assert.strictEqual((yield* getWithHost(`${server.url}/v1/machines`, `${port}-${id}.elsewhere.test`)).status, 401)
+      const underBase = yield* client(server.url)("GET", `/v1/machines/${id}/ports/${port}/http/`)
+      assert.strictEqual(underBase.status, 201)
+      assert.match(underBase.headers.get("content-security-policy") ?? "", /sandbox/)
     }))
 })

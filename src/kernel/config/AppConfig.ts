@@ -7,6 +7,8 @@ import { Config, ConfigError, Context, Effect, Either, Layer, Option, Redacted, 
 import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
 import { fileURLToPath } from "node:url"
+import { parseCidr } from "../domain/Cidr.js"
+import { portsUrlProblem } from "../domain/Ports.js"
 import { sizesSetting, type SizeTable } from "./MachineSizes.js"
 
 export type Runtime = "sandbox" | "docker" | "process"
@@ -85,6 +87,10 @@ export interface AppConfigShape {
   readonly abuse?: AbuseGuardSettings | undefined
   /** `SVC_SIZES` merged over the machine sizes (MachineSizes.ts); the defaults when absent. */
   readonly sizes?: SizeTable | undefined
+  /** `SVC_PORTS_URL`: the template of machine ports' own origins (`{port}`, `{machine}`); absent: under the base URL. */
+  readonly portsUrl?: string | undefined
+  /** `SVC_TRUSTED_PROXIES`: the CIDRs whose X-Forwarded-For and -Proto svc believes; absent: none. */
+  readonly trustedProxies?: ReadonlyArray<string> | undefined
 }
 
 export interface AbuseGuardSettings {
@@ -552,7 +558,26 @@ const load = Effect.gen(function*() {
             : bad("SVC_MACHINE_HOST_PORTS", "expected TCP ports separated by commas, e.g. 11434,8000")
         })
       )
-    }
+    },
+    portsUrl: Option.getOrUndefined(
+      yield* Config.string("SVC_PORTS_URL").pipe(
+        Config.mapOrFail((value): Parsed<string> => {
+          const problem = portsUrlProblem(value.trim())
+          return problem === undefined ? ok(value.trim().replace(/\/$/, "")) : bad("SVC_PORTS_URL", problem)
+        }),
+        Config.option
+      )
+    ),
+    trustedProxies: yield* Config.string("SVC_TRUSTED_PROXIES").pipe(
+      Config.withDefault(""),
+      Config.mapOrFail((value): Parsed<ReadonlyArray<string>> => {
+        const cidrs = value.split(",").map((part) => part.trim()).filter((part) => part !== "")
+        const wrong = cidrs.find((cidr) => parseCidr(cidr) === undefined)
+        return wrong === undefined
+          ? ok(cidrs)
+          : bad("SVC_TRUSTED_PROXIES", `"${wrong}" is not a CIDR; expected e.g. 127.0.0.1/32,10.0.0.0/8,::1/128`)
+      })
+    )
   })
 })
 
