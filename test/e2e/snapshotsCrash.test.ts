@@ -9,6 +9,7 @@ import { Effect } from "effect"
 import * as NodeCrypto from "node:crypto"
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
+import { chunkKey, chunkKeysOf } from "../../src/snapshots/store/ChunkStore.js"
 import type { Manifest } from "../../src/snapshots/store/Manifest.js"
 import { walk } from "../../src/snapshots/store/Tree.js"
 import { snapshotSettled } from "../snapshots/support.js"
@@ -74,11 +75,14 @@ describe("snapshot crash safety", () => {
         const manifest = JSON.parse(
           NodeFs.readFileSync(NodePath.join(store, "manifests", `${snapshotId}.json`), "utf8")
         ) as Manifest
-        const named = new Set(manifest.entries.flatMap((entry) => entry.chunks ?? []))
+        const hashes = new Set(manifest.entries.flatMap((entry) => entry.chunks ?? []))
+        const named = chunkKeysOf(manifest)
+        assert.strictEqual(named.size, hashes.size)
         yield* eventually(Effect.sync(() => chunkFiles(store).length === named.size ? true : undefined), 30_000)
         assert.deepStrictEqual(new Set(chunkFiles(store)), named)
-        for (const hash of named) {
-          const bytes = NodeFs.readFileSync(NodePath.join(store, "chunks", "warm", hash.slice(0, 2), hash))
+        for (const hash of hashes) {
+          const key = chunkKey(manifest.chunk_scope, hash)
+          const bytes = NodeFs.readFileSync(NodePath.join(store, "chunks", "warm", key.slice(0, 2), key))
           assert.strictEqual(NodeCrypto.createHash("sha256").update(bytes).digest("hex"), hash)
         }
         assert.deepStrictEqual(NodeFs.readdirSync(NodePath.join(store, "tmp")), [])

@@ -83,7 +83,7 @@ describe("host-side walks never follow the machine", () => {
     const secretHash = sha256(secret)
     for (let round = 0; round < 12; round++) {
       const id = `s${round}`
-      await store.push({ snapshotId: id, machineId: "m", disk, tier: "warm", now: round })
+      await store.push({ snapshotId: id, machineId: "m", scope: "org-a", disk, tier: "warm", now: round })
       const manifest = (await store.read(id))!.manifest
       for (const entry of manifest.entries) {
         assert.notInclude(entry.chunks ?? [], secretHash, `${entry.path} holds the host's secret`)
@@ -116,7 +116,7 @@ describe("host-side walks never follow the machine", () => {
     NodeFs.symlinkSync("../..", NodePath.join(root, "up"))
     NodeFs.symlinkSync(hostFile, NodePath.join(root, "to-secret"))
     const store = await openStore()
-    const summary = await store.push({ snapshotId: "s1", machineId: "m", disk, tier: "warm", now: 1 })
+    const summary = await store.push({ snapshotId: "s1", machineId: "m", scope: "org-a", disk, tier: "warm", now: 1 })
     const manifest = (await store.read("s1"))!.manifest
     const byPath = new Map(manifest.entries.map((entry) => [entry.path, entry]))
     assert.deepInclude(byPath.get("root/to-root"), { type: "symlink", target: "/" })
@@ -216,7 +216,7 @@ describe("a restore never writes outside its target", () => {
     const before = NodeFs.readdirSync(hostFolder)
     NodeFs.symlinkSync(hostFolder, NodePath.join(disk, "root", "host"))
     const store = await openStore()
-    await store.push({ snapshotId: "s1", machineId: "m", disk, tier: "warm", now: 1 })
+    await store.push({ snapshotId: "s1", machineId: "m", scope: "org-a", disk, tier: "warm", now: 1 })
     const restored = NodePath.join(tempDir(), "restored")
     await store.restore("s1", restored)
     assert.strictEqual(NodeFs.readlinkSync(NodePath.join(restored, "root", "host")), hostFolder)

@@ -8,7 +8,7 @@ import * as NodeCrypto from "node:crypto"
 import * as NodeFs from "node:fs"
 import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
-import { ChunkStore } from "../../src/snapshots/store/ChunkStore.js"
+import { chunkKey, ChunkStore } from "../../src/snapshots/store/ChunkStore.js"
 import { walk } from "../../src/snapshots/store/Tree.js"
 
 const dirs: Array<string> = []
@@ -75,7 +75,7 @@ describe("snapshot store", () => {
   it("a restore gives back exactly what was pushed; pushing again is answered from the manifest", async () => {
     const store = await open()
     const disk = makeDisk()
-    const first = await store.push({ snapshotId: "s1", machineId: "m", disk, tier: "warm", now: 1 })
+    const first = await store.push({ snapshotId: "s1", machineId: "m", scope: "org-a", disk, tier: "warm", now: 1 })
     assert.strictEqual(first.generation, 1)
     assert.isNull(first.parent_manifest)
     assert.match(first.manifest, /^sha256:[0-9a-f]{64}$/)
@@ -85,7 +85,7 @@ describe("snapshot store", () => {
     // The 50 small files differ; the big one is 6 chunks; nothing repeats: all of it is new.
     assert.strictEqual(first.uploaded_bytes, expectedSize)
 
-    const again = await store.push({ snapshotId: "s1", machineId: "m", disk, tier: "warm", now: 2 })
+    const again = await store.push({ snapshotId: "s1", machineId: "m", scope: "org-a", disk, tier: "warm", now: 2 })
     assert.deepStrictEqual(again, first)
 
     const target = NodePath.join(tempDir(), "restored")
@@ -97,7 +97,7 @@ describe("snapshot store", () => {
   it("a second push stores only what changed, and names its parent", async () => {
     const store = await open()
     const disk = makeDisk()
-    const first = await store.push({ snapshotId: "s1", machineId: "m", disk, tier: "warm", now: 1 })
+    const first = await store.push({ snapshotId: "s1", machineId: "m", scope: "org-a", disk, tier: "warm", now: 1 })
     // Change 100 bytes inside the big file (one chunk) and one small file; add a file that repeats another.
     const big = NodeFs.openSync(NodePath.join(disk, "root", "big.bin"), "r+")
     NodeFs.writeSync(big, Buffer.alloc(100, 7), 0, 100, 2 * MiB + 10)
@@ -105,7 +105,15 @@ describe("snapshot store", () => {
     NodeFs.writeFileSync(NodePath.join(disk, "root", "project", "src", "file3.txt"), "changed\n")
     NodeFs.copyFileSync(NodePath.join(disk, "root", "project", "src", "file9.txt"), NodePath.join(disk, "root", "copy"))
     const sizeBefore = await store.sizeOnDisk()
-    const second = await store.push({ snapshotId: "s2", machineId: "m", disk, tier: "warm", parentId: "s1", now: 2 })
+    const second = await store.push({
+      snapshotId: "s2",
+      machineId: "m",
+      scope: "org-a",
+      disk,
+      tier: "warm",
+      parentId: "s1",
+      now: 2
+    })
     assert.strictEqual(second.generation, 2)
     assert.strictEqual(second.parent_manifest, first.manifest)
     assert.strictEqual(
@@ -131,10 +139,10 @@ describe("snapshot store", () => {
   it("garbage collection frees exactly the chunks no manifest names", async () => {
     const store = await open()
     const disk = makeDisk()
-    await store.push({ snapshotId: "s1", machineId: "m", disk, tier: "warm", now: 1 })
+    await store.push({ snapshotId: "s1", machineId: "m", scope: "org-a", disk, tier: "warm", now: 1 })
     const afterFirst = await store.sizeOnDisk()
     NodeFs.writeFileSync(NodePath.join(disk, "root", "new.bin"), NodeCrypto.randomBytes(3 * MiB))
-    await store.push({ snapshotId: "s2", machineId: "m", disk, tier: "warm", parentId: "s1", now: 2 })
+    await store.push({ snapshotId: "s2", machineId: "m", scope: "org-a", disk, tier: "warm", parentId: "s1", now: 2 })
     const afterSecond = await store.sizeOnDisk()
     assert.isAbove(afterSecond - afterFirst, 3 * MiB)
 
@@ -158,7 +166,7 @@ describe("snapshot store", () => {
   it("what a crashed push left behind (temporary files, chunks without a manifest) is collected", async () => {
     const store = await open()
     const disk = makeDisk()
-    await store.push({ snapshotId: "s1", machineId: "m", disk, tier: "warm", now: 1 })
+    await store.push({ snapshotId: "s1", machineId: "m", scope: "org-a", disk, tier: "warm", now: 1 })
     const size = await store.sizeOnDisk()
     // A push that died after writing a chunk and a temporary file, before its manifest.
     const orphan = Buffer.from("orphan chunk")
@@ -176,12 +184,67 @@ describe("snapshot store", () => {
     assert.strictEqual(await reopened.sizeOnDisk(), size)
   })
 
+  it("chunks are shared within one organization only: another's push of the same bytes uploads them all", async () => {
+    const store = await open()
+    const disk = makeDisk()
+    const first = await store.push({ snapshotId: "a1", machineId: "m", scope: "org-a", disk, tier: "warm", now: 1 })
+    const sameOrganization = await store.push({
+      snapshotId: "a2",
+      machineId: "m2",
+      scope: "org-a",
+      disk,
+      tier: "warm",
+      now: 2
+    })
+    assert.strictEqual(sameOrganization.uploaded_bytes, 0, "the same bytes in one organization are stored once")
+    // Organization B guesses org A's content: its upload says nothing about what A stored.
+    const other = await store.push({ snapshotId: "b1", machineId: "mb", scope: "org-b", disk, tier: "warm", now: 3 })
+    assert.strictEqual(other.uploaded_bytes, first.uploaded_bytes)
+    assert.strictEqual(other.size_bytes, first.size_bytes)
+    const target = NodePath.join(tempDir(), "restored")
+    await store.restore("b1", target)
+    await same(target, disk)
+    // Removing A's snapshots frees A's chunks and leaves B's whole.
+    await store.collect(async () => new Set(["b1"]))
+    const again = NodePath.join(tempDir(), "again")
+    await store.restore("b1", again)
+    await same(again, disk)
+  })
+
+  it("a manifest written before chunks were scoped still restores (its chunks keep their content hash)", async () => {
+    const store = await open()
+    const disk = makeDisk()
+    await store.push({ snapshotId: "s1", machineId: "m", scope: "org-a", disk, tier: "warm", now: 1 })
+    // Rewrites the store as an older svc left it: chunks named by their content hash, no chunk_scope.
+    const { manifest } = (await store.read("s1"))!
+    for (const hash of new Set(manifest.entries.flatMap((entry) => entry.chunks ?? []))) {
+      NodeFs.renameSync(store.chunkPath("warm", chunkKey("org-a", hash)), store.chunkPath("warm", hash))
+    }
+    const { chunk_scope: _scope, ...legacy } = manifest
+    NodeFs.writeFileSync(NodePath.join(store.manifests, "s1.json"), JSON.stringify(legacy))
+    assert.deepStrictEqual(await store.collect(async () => new Set(["s1"])), { manifests: 0, chunks: 0, bytes: 0 })
+    const target = NodePath.join(tempDir(), "restored")
+    await store.restore("s1", target)
+    await same(target, disk)
+    // A scoped push does not reuse the legacy parent's chunks: it stores its own.
+    const next = await store.push({
+      snapshotId: "s2",
+      machineId: "m",
+      scope: "org-a",
+      disk,
+      tier: "warm",
+      parentId: "s1",
+      now: 2
+    })
+    assert.strictEqual(next.uploaded_bytes, next.size_bytes)
+  })
+
   it("the cold tier stores compressed chunks and restores the same files", async () => {
     const store = await open()
     const disk = makeDisk()
     NodeFs.writeFileSync(NodePath.join(disk, "root", "zeros"), Buffer.alloc(4 * MiB))
-    const cold = await store.push({ snapshotId: "c1", machineId: "m", disk, tier: "cold", now: 1 })
-    const warm = await store.push({ snapshotId: "w1", machineId: "m", disk, tier: "warm", now: 1 })
+    const cold = await store.push({ snapshotId: "c1", machineId: "m", scope: "org-a", disk, tier: "cold", now: 1 })
+    const warm = await store.push({ snapshotId: "w1", machineId: "m", scope: "org-a", disk, tier: "warm", now: 1 })
     assert.strictEqual(cold.size_bytes, warm.size_bytes)
     // Both store the zero chunk once; compressed, it is nearly nothing.
     assert.isBelow(cold.uploaded_bytes, warm.uploaded_bytes - MiB + 64 * 1024)
@@ -193,11 +256,11 @@ describe("snapshot store", () => {
   it("a chunk whose bytes changed on disk fails the restore instead of restoring wrong bytes", async () => {
     const store = await open()
     const disk = makeDisk()
-    const made = await store.push({ snapshotId: "s1", machineId: "m", disk, tier: "warm", now: 1 })
+    const made = await store.push({ snapshotId: "s1", machineId: "m", scope: "org-a", disk, tier: "warm", now: 1 })
     assert.isAbove(made.uploaded_bytes, 0)
     const manifest = (await store.read("s1"))!.manifest
     const file = manifest.entries.find((entry) => entry.path === "root/big.bin")!
-    NodeFs.writeFileSync(store.chunkPath("warm", file.chunks![0]!), "tampered")
+    NodeFs.writeFileSync(store.chunkPath("warm", chunkKey("org-a", file.chunks![0]!)), "tampered")
     const target = NodePath.join(tempDir(), "restored")
     const failed = await store.restore("s1", target).then(() => undefined, (error) => error)
     assert.match(String(failed), /does not hold the bytes/)

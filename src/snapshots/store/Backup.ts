@@ -7,6 +7,7 @@
  */
 import * as NodeFs from "node:fs/promises"
 import * as NodePath from "node:path"
+import { chunkKeysOf } from "./ChunkStore.js"
 import { syncFileSystem } from "./Fsync.js"
 import type { Manifest } from "./Manifest.js"
 
@@ -34,10 +35,9 @@ export const copyStore = async (from: string, to: string, snapshotIds: ReadonlyA
       continue
     }
     const manifest = JSON.parse(text) as Manifest
-    const chunks = new Set(manifest.entries.flatMap((entry) => entry.chunks ?? []))
     let whole = true
-    for (const hash of chunks) {
-      const relative = NodePath.join("chunks", manifest.tier, hash.slice(0, 2), hash)
+    for (const key of chunkKeysOf(manifest)) {
+      const relative = NodePath.join("chunks", manifest.tier, key.slice(0, 2), key)
       const target = NodePath.join(to, relative)
       if (await exists(target)) {
         chunksKept++

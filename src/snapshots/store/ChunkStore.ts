@@ -2,8 +2,8 @@
  * The snapshot store: content-addressed chunks and one manifest per snapshot, under
  * `<data dir>/snapshots` (docs/snapshots.md):
  *
- *     chunks/warm/<aa>/<sha256>     a chunk's bytes as they are
- *     chunks/cold/<aa>/<sha256>     a chunk's bytes, gzip-compressed (same hash: of the raw bytes)
+ *     chunks/warm/<aa>/<key>        a chunk's bytes as they are
+ *     chunks/cold/<aa>/<key>        a chunk's bytes, gzip-compressed (same key)
  *     manifests/<snapshot id>.json  written last, durably: a snapshot exists once this file does
  *     tmp/                          temporary files, emptied at start and by every collection
  *
@@ -13,6 +13,12 @@
  * read at all: its chunks are reused. Chunks are never modified, only added (temporary file, then
  * rename) and removed by garbage collection, which keeps exactly the chunks some manifest names.
  * One svc process owns a store (the lock is in memory).
+ *
+ * Chunks are shared within one organization only (extensions.md §5, Isolation): a chunk's key is
+ * SHA-256 of the organization's id and the chunk's content hash, so whether a push stores a chunk
+ * (its `uploaded_bytes`) says nothing about what another organization stored. Manifests name
+ * content hashes and their `chunk_scope`; one written before scoping has none, and its chunks keep
+ * the content hash as their key (they stay readable, and no scoped push ever finds them).
  */
 import * as NodeCrypto from "node:crypto"
 import * as NodeFs from "node:fs/promises"
@@ -47,11 +53,24 @@ export class CorruptChunk extends Error {
 
 const sha256 = (data: Uint8Array) => NodeCrypto.createHash("sha256").update(data).digest("hex")
 
+/**
+ * The file name of a chunk: SHA-256 of its organization's id and its content hash; the content
+ * hash itself for a manifest written before chunks were scoped.
+ */
+export const chunkKey = (scope: string | undefined, hash: string) =>
+  scope === undefined ? hash : sha256(Buffer.from(`${scope}\n${hash}`))
+
+/** The keys of every chunk a manifest names. */
+export const chunkKeysOf = (manifest: Manifest): ReadonlySet<string> =>
+  new Set(manifest.entries.flatMap((entry) => (entry.chunks ?? []).map((hash) => chunkKey(manifest.chunk_scope, hash))))
+
 const exists = (path: string) => NodeFs.access(path).then(() => true, () => false)
 
 export interface PushRequest {
   readonly snapshotId: string
   readonly machineId: string
+  /** Whose chunks these are (the machine's organization): chunks are shared within it only. */
+  readonly scope: string
   /** The machine's disk folder (the machine must not be writing to it). */
   readonly disk: string
   readonly tier: Tier
@@ -92,8 +111,8 @@ export class ChunkStore {
     return NodePath.join(this.manifests, `${snapshotId}.json`)
   }
 
-  chunkPath(tier: Tier, hash: string) {
-    return NodePath.join(this.chunks, tier, hash.slice(0, 2), hash)
+  chunkPath(tier: Tier, key: string) {
+    return NodePath.join(this.chunks, tier, key.slice(0, 2), key)
   }
 
   private temporary() {
@@ -124,7 +143,10 @@ export class ChunkStore {
       const diskSynced = await syncFileSystem(request.disk)
       const parent = request.parentId === undefined ? undefined : await this.read(request.parentId)
       const reusable = new Map<string, ManifestEntry>()
-      if (parent !== undefined && parent.manifest.tier === request.tier) {
+      if (
+        parent !== undefined && parent.manifest.tier === request.tier &&
+        parent.manifest.chunk_scope === request.scope
+      ) {
         for (const entry of parent.manifest.entries) if (entry.type === "file") reusable.set(entry.path, entry)
       }
       const written = new Set<string>()
@@ -138,7 +160,7 @@ export class ChunkStore {
         const hash = sha256(data)
         if (written.has(hash)) return hash
         written.add(hash)
-        const path = this.chunkPath(request.tier, hash)
+        const path = this.chunkPath(request.tier, chunkKey(request.scope, hash))
         if (await exists(path)) return hash
         const bytes = request.tier === "cold" ? await gzip(data) : data
         const temporary = this.temporary()
@@ -176,6 +198,7 @@ export class ChunkStore {
         format: 1,
         snapshot_id: request.snapshotId,
         machine_id: request.machineId,
+        chunk_scope: request.scope,
         tier: request.tier,
         chunk_size: this.chunkSize,
         generation: parent === undefined ? 1 : parent.manifest.generation + 1,
@@ -218,9 +241,9 @@ export class ChunkStore {
     }
   }
 
-  /** A chunk's bytes, checked against its name. */
-  private async readChunk(tier: Tier, hash: string) {
-    const stored = await NodeFs.readFile(this.chunkPath(tier, hash))
+  /** A chunk's bytes, checked against its content hash. */
+  private async readChunk(tier: Tier, scope: string | undefined, hash: string) {
+    const stored = await NodeFs.readFile(this.chunkPath(tier, chunkKey(scope, hash)))
     const data = tier === "cold" ? await gunzip(stored) : stored
     if (sha256(data) !== hash) throw new CorruptChunk(hash)
     return data
@@ -241,7 +264,9 @@ export class ChunkStore {
       let doneBytes = 0
       // Every entry is created new under folders the restore made: a manifest cannot write elsewhere.
       await writeTree(partial, manifest.entries, async (entry, handle) => {
-        for (const hash of entry.chunks ?? []) await handle.write(await this.readChunk(manifest.tier, hash))
+        for (const hash of entry.chunks ?? []) {
+          await handle.write(await this.readChunk(manifest.tier, manifest.chunk_scope, hash))
+        }
         doneBytes += entry.size
         onProgress?.(doneBytes, manifest.size_bytes)
       }, parallelFiles)
@@ -272,7 +297,7 @@ export class ChunkStore {
           continue
         }
         const manifest = JSON.parse(await NodeFs.readFile(NodePath.join(this.manifests, file), "utf8")) as Manifest
-        for (const entry of manifest.entries) for (const hash of entry.chunks ?? []) referenced[manifest.tier].add(hash)
+        for (const key of chunkKeysOf(manifest)) referenced[manifest.tier].add(key)
       }
       let chunks = 0
       let bytes = 0

@@ -20,6 +20,8 @@ export interface Manifest {
   readonly format: 1
   readonly snapshot_id: string
   readonly machine_id: string
+  /** Whose chunks these are (the organization's id); absent in manifests written before chunks were scoped. */
+  readonly chunk_scope?: string | undefined
   readonly tier: Tier
   readonly chunk_size: number
   /** 1 for a snapshot taken against no parent, else the parent's generation + 1. */

@@ -117,6 +117,7 @@ const make = Effect.gen(function*() {
           store.push({
             snapshotId: row.id,
             machineId: machine.id,
+            scope: machine.organization_id,
             disk: driver.diskPath(machine.id),
             tier: row.tier,
             parentId: Option.getOrUndefined(Option.map(base, (b) => b.id)),
