@@ -84,7 +84,10 @@ export class AlertSender extends Context.Tag("svc/alerts/AlertSender")<AlertSend
         machine_id: alert.machine_id
       })
 
-      /** Sends what is due; answers how long to sleep (undefined: until a wake, nothing is pending). */
+      /**
+       * Sends what is due; answers when to look again (undefined: at a wake, nothing is pending). A
+       * time, not a duration: sending takes time, and the sleep is measured from its start.
+       */
       const round = Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
         const seen = new Set<string>()
@@ -96,7 +99,7 @@ export class AlertSender extends Context.Tag("svc/alerts/AlertSender")<AlertSend
           yield* sendKey(key, now)
         }
         const next = yield* repo.nextDue()
-        return next === null ? undefined : Math.max(next - now, 0)
+        return next === null ? undefined : next
       })
 
       // An event wakes the sender once its transaction wrote alerts (the recorder's mark).
@@ -112,9 +115,15 @@ export class AlertSender extends Context.Tag("svc/alerts/AlertSender")<AlertSend
       yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Queue.take(events), wake)))
       yield* Effect.forkScoped(Effect.forever(
         Effect.gen(function*() {
-          const sleep = yield* round.pipe(
-            Effect.catchAllCause((cause) => Effect.as(Effect.logError("alert sender", cause), 1_000))
+          const wakeAt = yield* round.pipe(
+            Effect.catchAllCause((cause) =>
+              Effect.zipRight(
+                Effect.logError("alert sender", cause),
+                Effect.map(Clock.currentTimeMillis, (now) => now + 1_000)
+              )
+            )
           )
+          const sleep = wakeAt === undefined ? undefined : Math.max(wakeAt - (yield* Clock.currentTimeMillis), 0)
           // A round that left due work (more than one batch) goes again at once. Nothing pending: only
           // a settle or billing's notice can make an alert, and it wakes the sender (no idle timer).
           if (sleep === undefined) yield* Queue.take(wakes)

@@ -165,8 +165,9 @@ export class WebhookSender extends Context.Tag("svc/webhooks/WebhookSender")<Web
       }
 
       /**
-       * Tops up every due endpoint's lane and starts what fits; answers how long to sleep (undefined:
-       * until a wake, nothing is pending: only a recorded event or a change of an endpoint makes work).
+       * Tops up every due endpoint's lane and starts what fits; answers when to look again (undefined:
+       * at a wake, nothing is pending: only a recorded event or a change of an endpoint makes work).
+       * A time, not a duration: the round's reads take time, and the sleep is measured from its start.
        */
       const round = Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
@@ -185,7 +186,7 @@ export class WebhookSender extends Context.Tag("svc/webhooks/WebhookSender")<Web
         const next = yield* repo.nextDue()
         // A due time in the past is a row in flight or buffered: its end, or a low buffer, wakes.
         if (next === null) return undefined
-        return next <= now ? idleMillis : Math.min(idleMillis, next - now)
+        return next <= now ? now + idleMillis : Math.min(now + idleMillis, next)
       })
 
       /** Writes outcomes in batches, one transaction each; a scheduled retry wakes the sender. */
@@ -209,11 +210,17 @@ export class WebhookSender extends Context.Tag("svc/webhooks/WebhookSender")<Web
       yield* Effect.forkScoped(Effect.forever(writer))
       yield* Effect.forkScoped(Effect.forever(
         Effect.gen(function*() {
-          const sleep = yield* round.pipe(
-            Effect.catchAllCause((cause) => Effect.as(Effect.logError("webhook sender", cause), 1_000))
+          const wakeAt = yield* round.pipe(
+            Effect.catchAllCause((cause) =>
+              Effect.zipRight(
+                Effect.logError("webhook sender", cause),
+                Effect.map(Clock.currentTimeMillis, (now) => now + 1_000)
+              )
+            )
           )
-          if (sleep === undefined) yield* Queue.take(wakes)
-          else yield* Effect.raceFirst(Queue.take(wakes), Effect.sleep(Duration.millis(sleep)))
+          const now = yield* Clock.currentTimeMillis
+          if (wakeAt === undefined) yield* Queue.take(wakes)
+          else yield* Effect.raceFirst(Queue.take(wakes), Effect.sleep(Duration.millis(Math.max(0, wakeAt - now))))
           yield* Queue.takeAll(wakes)
         })
       ))

@@ -18,8 +18,7 @@ import type { Requester } from "../../src/kernel/sql/Idempotency.js"
 import { Machines } from "../../src/machines/Machines.js"
 import { Operations } from "../../src/operations/Operations.js"
 import { OperationsRepo } from "../../src/runtime/OperationsRepo.js"
-import { realSleep } from "../support/Machines.js"
-import { newMachine, owner, services, until } from "../support/Services.js"
+import { asleepUntil, newMachine, owner, services, until } from "../support/Services.js"
 import { smtpServerRefusing } from "../support/Smtp.js"
 
 const secretKeys = { kind: "given" as const, keys: [Redacted.make(NodeCrypto.randomBytes(32))] }
@@ -55,7 +54,15 @@ const setup = Effect.gen(function*() {
       return row.id
     })
   const mails = (n: number) => until(Effect.map(outbox, (all) => (all.length >= n ? all : undefined)), 30_000)
-  return { context, machines, alice, running, fail, outbox, mails }
+  const sql = Context.get(context, SqlClient.SqlClient)
+  /** The sender's idle signal: no alert is left to send (an e-mail is written before its alerts are marked). */
+  const drained = until(
+    Effect.map(
+      sql<{ n: number }>`SELECT count(*) AS n FROM alerts WHERE status = 'pending'`,
+      ([row]) => row!.n === 0 || undefined
+    )
+  )
+  return { context, machines, alice, running, fail, outbox, mails, drained }
 })
 
 describe("alerts: coalescing and tokens", () => {
@@ -63,7 +70,7 @@ describe("alerts: coalescing and tokens", () => {
     "one e-mail per member, type and machine per 10 minutes; the rest at the window's end",
     () =>
       Effect.gen(function*() {
-        const { alice, fail, mails, outbox, running } = yield* setup
+        const { alice, drained, fail, mails, outbox, running } = yield* setup
         const machine = yield* running(alice, "busy")
         const first = yield* fail(alice, machine)
         const [mail] = yield* mails(1)
@@ -78,11 +85,13 @@ describe("alerts: coalescing and tokens", () => {
         const elsewhere = yield* fail(alice, other)
         const two = yield* mails(2)
         assert.include(two[1]!.text, elsewhere)
-        yield* realSleep(300)
+        // The sender waits for the window's end (the clock has not moved since the first e-mail).
+        const windowEnd = (yield* TestClock.currentTimeMillis) + coalesceMillis
+        yield* asleepUntil(windowEnd)
         assert.strictEqual((yield* outbox).length, 2)
 
         yield* TestClock.adjust(coalesceMillis - 1)
-        yield* realSleep(300)
+        yield* asleepUntil(windowEnd)
         assert.strictEqual((yield* outbox).length, 2, "nothing before the window ends")
         yield* TestClock.adjust(1)
         const three = yield* mails(3)
@@ -90,7 +99,7 @@ describe("alerts: coalescing and tokens", () => {
         assert.include(three[2]!.text, third)
         assert.include(three[2]!.subject, "(2 times)")
         assert.notInclude(three[2]!.text, first)
-        yield* realSleep(300)
+        yield* drained
         assert.strictEqual((yield* outbox).length, 3)
       }),
     { timeout: 120_000 }
@@ -148,7 +157,7 @@ describe("alerts: coalescing and tokens", () => {
     "recipients: the requester gets operation_failed, not the creator; a member who left gets nothing; abuse stops tell creator and owners",
     () =>
       Effect.gen(function*() {
-        const { alice, context, fail, mails, outbox, running } = yield* setup
+        const { alice, context, drained, fail, mails, outbox, running } = yield* setup
         const sql = Context.get(context, SqlClient.SqlClient)
         // Bob joins Alice's organization and breaks her machine: he is told, she is not.
         const bob = yield* owner(context, "bob@example.com")
@@ -169,7 +178,7 @@ describe("alerts: coalescing and tokens", () => {
         const all = yield* mails(2)
         assert.deepStrictEqual(all.map((m) => m.to), ["bob@example.com", "alice@example.com"])
         assert.include(all[1]!.text, mine)
-        yield* realSleep(300)
+        yield* drained
         assert.strictEqual((yield* outbox).length, 2)
 
         // The abuse guard stops Bob's machine: its creator and the owners are told (Bob rejoined).
@@ -189,7 +198,7 @@ describe("alerts: coalescing and tokens", () => {
     "auto_stop is off by default; turned on, the creator hears of a timer's stop",
     () =>
       Effect.gen(function*() {
-        const { alice, context, machines, mails, outbox } = yield* setup
+        const { alice, context, drained, machines, mails, outbox } = yield* setup
         const alerts = Context.get(context, Alerts)
         const operations = Context.get(context, OperationsRepo)
         const stopped = (machineId: string) =>
@@ -213,7 +222,7 @@ describe("alerts: coalescing and tokens", () => {
         const quiet = yield* timed("quiet")
         yield* TestClock.adjust("61 seconds")
         yield* stopped(quiet)
-        yield* realSleep(300)
+        yield* drained
         assert.strictEqual((yield* outbox).length, 0)
         // On: it is.
         yield* alerts.update(alice.organizationId, alice.userId, "alice@example.com", { auto_stop: true })
@@ -262,8 +271,9 @@ describe("alerts: coalescing and tokens", () => {
         )
         assert.strictEqual(refused.status, "pending")
         assert.include(refused.last_error, "451")
+        const retryAt = (yield* TestClock.currentTimeMillis) + 60_000
         yield* TestClock.adjust(59_000)
-        yield* realSleep(300)
+        yield* asleepUntil(retryAt)
         assert.strictEqual(smtp.received.length, 0, "not before its minute")
         yield* TestClock.adjust(1_000)
         yield* until(Effect.sync(() => smtp.received[0]))
@@ -278,7 +288,7 @@ describe("alerts: coalescing and tokens", () => {
   )
   it.scoped("a cancelled operation is not news: no alert", () =>
     Effect.gen(function*() {
-      const { alice, context, fail, machines, mails, outbox, running } = yield* setup
+      const { alice, context, drained, fail, machines, mails, outbox, running } = yield* setup
       const machine = yield* running(alice, "held")
       // A long exec holds the machine; the read queued behind it is cancelled while pending.
       yield* machines.change(alice, machine, "exec", { shell: "sleep 2" })
@@ -290,7 +300,7 @@ describe("alerts: coalescing and tokens", () => {
       const [mail] = yield* mails(1)
       assert.include(mail!.text, real)
       assert.notInclude(mail!.text, queued.operation_id)
-      yield* realSleep(300)
+      yield* drained
       assert.strictEqual((yield* outbox).length, 1)
       const cancelled = Option.getOrThrow(yield* Context.get(context, OperationsRepo).find(queued.operation_id))
       assert.strictEqual(cancelled.error_code, "cancelled")

@@ -5,7 +5,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Option, TestClock } from "effect"
-import { failureTag, newMachine, until } from "../support/Services.js"
+import { asleepUntil, failureTag, newMachine, until } from "../support/Services.js"
 import { startStripeServer, stripeSettings } from "../support/StripeServer.js"
 import { billingServices, ledgerInvariant } from "./support.js"
 
@@ -33,7 +33,7 @@ describe("billing time rules", () => {
       })
       const charges = () => stripe.requests.filter((r) => r.path === "/v1/payment_intents")
       // The next tick (60 s on the TestClock) finds credit 0 below the threshold: one charge.
-      yield* TestClock.adjust("60 seconds")
+      yield* nextTick
       yield* until(Effect.sync(() => charges().length === 1 || undefined))
       const charge = charges()[0]!
       assert.deepStrictEqual(charge.body.metadata, { organization_id: org, purpose: "refill", credit_packs: "1" })
@@ -41,9 +41,9 @@ describe("billing time rules", () => {
       assert.strictEqual(charge.body.payment_method, "pm_card_visa")
       assert.strictEqual(charge.body.amount, "2000")
       // While it is pending, the next ticks start no other.
-      yield* TestClock.adjust("60 seconds")
-      yield* TestClock.adjust("60 seconds")
-      yield* realWait(200)
+      yield* nextTick
+      yield* nextTick
+      yield* ticked
       assert.strictEqual(charges().length, 1)
       const succeeded = stripe.sign("payment_intent.succeeded", {
         id: "pi_1",
@@ -64,7 +64,7 @@ describe("billing time rules", () => {
         threshold_micros: 100_000_000
       })
       for (let attempt = 1; attempt <= 3; attempt++) {
-        yield* TestClock.adjust("60 seconds")
+        yield* nextTick
         yield* until(Effect.sync(() => charges().length === 1 + attempt || undefined))
         const failed = stripe.sign("payment_intent.payment_failed", {
           id: `pi_failed_${attempt}`,
@@ -79,8 +79,8 @@ describe("billing time rules", () => {
       assert.strictEqual(off.disabled_reason, "payment_failed")
       assert.strictEqual(off.consecutive_failures, 3)
       assert.strictEqual(off.last_charge?.failure_code, "card_declined")
-      yield* TestClock.adjust("60 seconds")
-      yield* realWait(200)
+      yield* nextTick
+      yield* ticked
       assert.strictEqual(charges().length, 4)
       const invariant = yield* ledgerInvariant(s, org)
       assert.deepStrictEqual(invariant.rows, invariant.balances)
@@ -115,7 +115,7 @@ describe("billing time rules", () => {
       yield* s.purchases.receive(cancel.payload, cancel.header)
       assert.strictEqual((yield* s.billing.view(org)).plan.cancel_at_period_end, true)
       yield* TestClock.adjust("59 minutes")
-      yield* realWait(100)
+      yield* ticked
       assert.strictEqual((yield* s.billing.view(org)).plan.active, true)
       yield* TestClock.adjust("2 minutes")
       yield* until(Effect.map(s.billing.view(org), (view) => !view.plan.active || undefined))
@@ -151,5 +151,8 @@ describe("billing time rules", () => {
 
 const TestClockNow = TestClock.currentTimeMillis
 
-/** A pause in real time (the worker's I/O runs on real time), to see that nothing more happened. */
-const realWait = (ms: number) => Effect.promise(() => new Promise((resolve) => setTimeout(resolve, ms)))
+/** The worker's tick of the clock's time has ended: it sleeps until the next one, a minute on. */
+const ticked = Effect.flatMap(TestClockNow, (now) => asleepUntil(now + 60_000))
+
+/** The tick of the clock's time has ended; the clock moves to the next. */
+const nextTick = Effect.zipRight(ticked, TestClock.adjust("60 seconds"))

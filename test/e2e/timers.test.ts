@@ -7,7 +7,8 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, TestClock } from "effect"
 import { DriverError, type MachineDriverShape } from "../../src/drivers/MachineDriver.js"
 import { client } from "../support/Http.js"
-import { eventually, reached, realSleep, runningMachine, settled, sh } from "../support/Machines.js"
+import { eventually, reached, runningMachine, settled, sh } from "../support/Machines.js"
+import { asleepUntil } from "../support/Services.js"
 import { type DriverWrapper, startServer } from "../support/TestServer.js"
 
 const setup = (wrapDriver?: DriverWrapper) =>
@@ -22,16 +23,17 @@ const stateIs = (api: ReturnType<typeof client>, id: string, state: string) =>
     Effect.map(api("GET", `/v1/machines/${id}`), (reply) => reply.body.state === state ? reply.body : undefined)
   )
 
-/** Gives the server's fibers a real moment to act on a clock change before asserting nothing happened. */
-const settle = realSleep(150)
+const clockNow = TestClock.currentTimeMillis
 
-describe("timers", () => {
+// Each test boots sandboxes: slow on a loaded host.
+describe("timers", { timeout: 90_000 }, () => {
   it.scoped("auto_stop_seconds stops the machine that long after its start, with stop_reason auto_stop", () =>
     Effect.gen(function*() {
       const api = yield* setup()
       const id = yield* runningMachine(api, "auto", { auto_stop_seconds: 60 })
+      const due = (yield* clockNow) + 60_000
       yield* TestClock.adjust("59 seconds")
-      yield* settle
+      yield* asleepUntil(due) // the timers' fiber waits for the machine's time
       assert.strictEqual((yield* api("GET", `/v1/machines/${id}`)).body.state, "running")
       yield* TestClock.adjust("2 seconds")
       const machine = yield* stateIs(api, id, "stopped")
@@ -39,9 +41,11 @@ describe("timers", () => {
       const [stop] = (yield* api("GET", `/v1/machines/${id}/operations`)).body.items
       assert.strictEqual(stop.kind, "stop")
       assert.strictEqual(stop.stop_reason, "auto_stop")
-      // Nothing more happens for the stopped machine however long it waits.
+      // Nothing more happens for the stopped machine however long it waits: a later machine's timer,
+      // 10 minutes on, is acted upon alone.
+      const later = yield* runningMachine(api, "later", { auto_stop_seconds: 600 })
       yield* TestClock.adjust("10 minutes")
-      yield* settle
+      yield* stateIs(api, later, "stopped")
       assert.strictEqual((yield* api("GET", `/v1/machines/${id}/operations`)).body.items.length, 2)
     }))
 
@@ -51,8 +55,9 @@ describe("timers", () => {
       const id = yield* runningMachine(api, "sleepy", { idle_sleep_seconds: 30 })
       yield* TestClock.adjust("20 seconds")
       yield* sh(api, id, "true")
+      const due = (yield* clockNow) + 30_000
       yield* TestClock.adjust("20 seconds")
-      yield* settle
+      yield* asleepUntil(due) // 30 s from the exec
       assert.strictEqual((yield* api("GET", `/v1/machines/${id}`)).body.state, "running")
       yield* TestClock.adjust("11 seconds")
       const machine = yield* stateIs(api, id, "stopped")
@@ -71,7 +76,7 @@ describe("timers", () => {
         api("GET", `/v1/machines/${id}/operations`),
         (reply) => reply.body.items.length > 0 ? true : undefined
       ))
-      yield* settle
+      yield* asleepUntil((yield* clockNow) + 5_000) // its timeout is set
       yield* TestClock.adjust("6 seconds")
       const operation = yield* settled(api, accepted.body.operation_id)
       assert.isTrue(operation.exec_result.timed_out)
@@ -93,14 +98,16 @@ describe("timers", () => {
       const accepted = yield* api("POST", "/v1/machines", { json: { name: "flaky" } })
       const first = yield* reached(api, accepted.body.operation_id, "uncertain")
       assert.strictEqual(first.attempt_count, 1)
+      const retryAt = (yield* clockNow) + 1_000
+      yield* asleepUntil(retryAt)
       yield* TestClock.adjust("999 millis")
-      yield* settle
       assert.strictEqual((yield* api("GET", `/v1/operations/${accepted.body.operation_id}`)).body.attempt_count, 1)
       yield* TestClock.adjust("1 millis")
       yield* eventually(Effect.map(
         api("GET", `/v1/operations/${accepted.body.operation_id}`),
         (reply) => reply.body.attempt_count === 2 && reply.body.status === "uncertain" ? true : undefined
       ))
+      yield* asleepUntil((yield* clockNow) + 2_000) // the next retry is set
       yield* TestClock.adjust("2 seconds")
       const done = yield* settled(api, accepted.body.operation_id)
       assert.strictEqual(done.status, "succeeded")

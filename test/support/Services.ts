@@ -3,7 +3,7 @@
  * data dir and the `process` driver (machines are host folders), built in the test's scope so its
  * Clock is the test's.
  */
-import { Context, Effect, Either, Layer } from "effect"
+import { Chunk, Context, Effect, Either, Layer, TestClock } from "effect"
 import { servicesWith } from "../../src/App.js"
 import * as Drivers from "../../src/drivers/Drivers.js"
 import { MachineDriver } from "../../src/drivers/MachineDriver.js"
@@ -24,7 +24,7 @@ export const services = (overrides: Partial<AppConfigShape> = {}, wrapDriver?: D
   })
 
 /** Waits in real time (the machines run on the host, not on the test's Clock) until `check` answers. */
-export const until = <A, E, R>(check: Effect.Effect<A | undefined, E, R>, ms = 10_000) =>
+export const until = <A, E, R>(check: Effect.Effect<A | undefined, E, R>, ms = 30_000) =>
   Effect.gen(function*() {
     const deadline = Date.now() + ms
     while (true) {
@@ -34,6 +34,14 @@ export const until = <A, E, R>(check: Effect.Effect<A | undefined, E, R>, ms = 1
       yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 5)))
     }
   })
+
+/**
+ * The idle signal of a worker on the TestClock: waits (in real time) until a fiber sleeps until the
+ * instant `at`, i.e. a worker has ended its pass and waits for its next due time. Nothing it would
+ * do before `at` is left to happen, so a test may assert that nothing happened, then move the clock.
+ */
+export const asleepUntil = (at: number) =>
+  until(Effect.map(TestClock.sleeps(), (sleeps) => Chunk.contains(sleeps, at) || undefined))
 
 /** A user who owns a new organization, as the requester of changes (no Idempotency-Key). */
 export const owner = (context: Context.Context<any>, email: string) =>

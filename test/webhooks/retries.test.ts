@@ -11,10 +11,9 @@ import { retryDelaysMillis } from "../../src/webhooks/Events.js"
 import { Webhooks } from "../../src/webhooks/Webhooks.js"
 import { WebhookSender } from "../../src/webhooks/Worker.js"
 import { httpReceiver } from "../support/Receivers.js"
-import { owner, services, until } from "../support/Services.js"
+import { asleepUntil, owner, services, until } from "../support/Services.js"
 
 const secretKeys = { kind: "given" as const, keys: [Redacted.make(NodeCrypto.randomBytes(32))] }
-const realPause = (ms: number) => Effect.promise(() => new Promise((resolve) => setTimeout(resolve, ms)))
 
 describe("webhook retries", () => {
   it.scoped("follow the schedule on the clock, then fail", () =>
@@ -36,14 +35,18 @@ describe("webhook retries", () => {
       yield* Context.get(context, WebhookSender).wake
       const row = () =>
         Effect.map(
-          sql<{ attempt_count: number; status: string }>`SELECT attempt_count, status FROM webhook_deliveries`,
+          sql<{ attempt_count: number; status: string; next_attempt_at: number | null }>`SELECT attempt_count,
+            status, next_attempt_at FROM webhook_deliveries`,
           (rows) => rows[0]!
         )
       const attemptsReach = (n: number) => until(Effect.map(row(), (r) => (r.attempt_count >= n ? r : undefined)))
       yield* attemptsReach(1)
       for (const [index, wait] of retryDelaysMillis.entries()) {
+        const due = (yield* row()).next_attempt_at!
+        assert.strictEqual(due, (yield* TestClock.currentTimeMillis) + wait)
         yield* TestClock.adjust(wait - 1)
-        yield* realPause(50)
+        // The sender has looked at the table since and sleeps until the retry's time.
+        yield* asleepUntil(due)
         assert.strictEqual(receiver.received.length, index + 1, `no attempt before ${wait} ms`)
         yield* TestClock.adjust(1)
         yield* attemptsReach(index + 2)
