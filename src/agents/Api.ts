@@ -1,6 +1,7 @@
 /** Coding agents inside machines (api.md "Agents", extensions.md §8). */
 import { HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
+import { Roles } from "../kernel/domain/Access.js"
 import { Authorization } from "../kernel/http/Authorization.js"
 import { MachineString, NullableTimestamp, QueryParams, RequestBody, Timestamp, Uuid } from "../kernel/http/Dto.js"
 import { IdempotencyHeaders } from "../kernel/http/Dto.js"
@@ -136,7 +137,7 @@ export type ProviderModelsDto = typeof ProviderModelsDto.Type
 // The routes
 
 const MachinePath = Schema.Struct({ id: Uuid })
-const changers = policy("U", "header", ["owner", "admin", "operator"])
+const changers = policy("U", "header", Roles.machineChangers)
 
 /** The 202 routes: idempotency key, the machine's state, the conversation. */
 const turnChange = <
@@ -241,7 +242,7 @@ export class AgentsApi extends HttpApiGroup.make("agents")
       summary: "List agents and models",
       description: "Each agent (provider): whether it is installed, its models and reasoning efforts. `source` " +
         "is `live` when the list came from the installed agents just now, `bundled` from svc's catalogue.",
-      policy: policy("R", "header")
+      policy: policy("R", "header", Roles.anyMember)
     })
       .addSuccess(ProviderModelsDto)
   )

@@ -1,6 +1,7 @@
 /** E-mail alerts (extensions §19): a member's preferences and the one-click unsubscribe link. */
 import { HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
+import { Roles } from "../kernel/domain/Access.js"
 import { Authorization } from "../kernel/http/Authorization.js"
 import { RequestBody, Uuid } from "../kernel/http/Dto.js"
 import { Endpoint } from "../kernel/http/Endpoint.js"
@@ -57,7 +58,7 @@ const UnsubscribeForm = HttpApiSchema.withEncoding(
 export class AlertsApi extends HttpApiGroup.make("alerts")
   .add(
     Endpoint.get("preferences", "/v1/notifications/preferences", {
-      policy: policy("R", "header"),
+      policy: policy("R", "header", Roles.anyMember),
       summary: "Read your alert preferences",
       description:
         "Your own e-mail alert types in this organization: whether each is on, its default, and whether this server can send it."
@@ -66,7 +67,7 @@ export class AlertsApi extends HttpApiGroup.make("alerts")
   )
   .add(
     Endpoint.put("updatePreferences", "/v1/notifications/preferences", {
-      policy: policy("F", "header"),
+      policy: policy("F", "header", Roles.anyMember),
       summary: "Set your alert preferences",
       description:
         "Turns your alert types on or off in this organization; types not listed keep their setting. An unknown type is refused (422) and nothing changes."

@@ -209,7 +209,7 @@ const StripeEventBody = RequestBody({
   type: Schema.optional(Schema.String)
 })
 
-const reader = policy("R", "header")
+const reader = policy("R", "header", Roles.anyMember)
 const managers = policy("F", "header", Roles.billingManagers)
 const operator = policy("O")
 

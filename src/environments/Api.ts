@@ -2,6 +2,7 @@
 import { HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { SecretsUnavailable } from "../kernel/crypto/SecretBox.js"
+import { Roles } from "../kernel/domain/Access.js"
 import { Authorization } from "../kernel/http/Authorization.js"
 import { MachineString, RequestBody, Timestamp, Uuid } from "../kernel/http/Dto.js"
 import { AcceptedChange } from "../kernel/http/Dto.js"
@@ -54,7 +55,7 @@ export class EnvironmentsApi extends HttpApiGroup.make("environments")
     Endpoint.get("list", "/v1/environments", {
       summary: "List environments",
       description: "The organization's environments: names and variable names; values are write-only.",
-      policy: policy("F", "header")
+      policy: policy("F", "header", Roles.anyMember)
     })
       .addSuccess(Schema.Struct({ items: Schema.Array(EnvironmentDto) }))
   )
@@ -63,7 +64,7 @@ export class EnvironmentsApi extends HttpApiGroup.make("environments")
       summary: "Create an environment",
       description: "A named, versioned set of variables for machines (`environment_id` on create), encrypted at " +
         "rest. Names like `API_TOKEN`; values hold no NUL byte, at most 64 KiB; at most 200 variables.",
-      policy: policy("F", "header"),
+      policy: policy("F", "header", Roles.anyMember),
       errors: [SecretsUnavailable]
     })
       .setPayload(CreateEnvironmentRequest)
@@ -73,7 +74,7 @@ export class EnvironmentsApi extends HttpApiGroup.make("environments")
     Endpoint.get("get", "/v1/environments/:id", {
       summary: "Get an environment",
       description: "One environment: its version and variable names.",
-      policy: policy("F", "header"),
+      policy: policy("F", "header", Roles.anyMember),
       errors: [ResourceNotFound]
     })
       .setPath(EnvironmentPath)
@@ -84,7 +85,7 @@ export class EnvironmentsApi extends HttpApiGroup.make("environments")
       summary: "Change an environment",
       description: "Renames it or merges `variables` (a null value removes one); every change is a new `version`. " +
         "Machines get it through `upgrade`.",
-      policy: policy("F", "header"),
+      policy: policy("F", "header", Roles.anyMember),
       errors: [ResourceNotFound, SecretsUnavailable]
     })
       .setPath(EnvironmentPath)
@@ -95,7 +96,7 @@ export class EnvironmentsApi extends HttpApiGroup.make("environments")
     Endpoint.del("delete", "/v1/environments/:id", {
       summary: "Delete an environment",
       description: "409 `environment_in_use` while live machines use it. Takes no body.",
-      policy: policy("F", "header"),
+      policy: policy("F", "header", Roles.anyMember),
       errors: [ResourceNotFound, EnvironmentInUse]
     })
       .setPath(EnvironmentPath)
@@ -107,7 +108,7 @@ export class EnvironmentsApi extends HttpApiGroup.make("environments")
       description: "One `apply_environment` operation per machine on an older version, each with the idempotency " +
         "key `env:<id>:v<version>:<machine_id>`, so a repeat replays them. Running processes get the new " +
         "variables from their next start. Takes no body.",
-      policy: allowedWhileSuspended(policy("U", "header")),
+      policy: allowedWhileSuspended(policy("U", "header", Roles.machineChangers)),
       errors: [ResourceNotFound]
     })
       .setPath(EnvironmentPath)

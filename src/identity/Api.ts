@@ -1,7 +1,7 @@
 /** The identity area's two groups: sign-in (`auth`) and API keys (`apiKeys`). */
 import { HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { Preset } from "../kernel/domain/Access.js"
+import { Preset, Roles } from "../kernel/domain/Access.js"
 import { Authorization } from "../kernel/http/Authorization.js"
 import { NullableTimestamp, RequestBody, Timestamp, Uuid } from "../kernel/http/Dto.js"
 import { Endpoint } from "../kernel/http/Endpoint.js"
@@ -198,7 +198,7 @@ export class ApiKeysApi extends HttpApiGroup.make("apiKeys")
       summary: "List API keys",
       description: "Owners and admins see every key of the organization; other members only their own. Secrets " +
         "are never shown again.",
-      policy: policy("F", "header")
+      policy: policy("F", "header", Roles.anyMember)
     })
       .addSuccess(ApiKeyList)
   )
@@ -208,7 +208,7 @@ export class ApiKeysApi extends HttpApiGroup.make("apiKeys")
       description: "A key of the organization, acting with its creator's current role and the chosen `preset` " +
         "(not above the calling key's own), valid `expires_in_days` (1-365, default 90). The `secret` is " +
         "answered only here.",
-      policy: policy("F", "header")
+      policy: policy("F", "header", Roles.anyMember)
     })
       .setPayload(CreateApiKeyRequest)
       .addSuccess(CreatedApiKey, { status: 201 })
@@ -218,7 +218,7 @@ export class ApiKeysApi extends HttpApiGroup.make("apiKeys")
       summary: "Revoke an API key",
       description: "The key stops working at once. Owners and admins may revoke any key of the organization, " +
         "other members their own. Takes no body.",
-      policy: policy("F", "header"),
+      policy: policy("F", "header", Roles.anyMember),
       errors: [ResourceNotFound]
     })
       .setPath(Schema.Struct({ id: Uuid }))

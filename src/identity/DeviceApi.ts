@@ -1,7 +1,7 @@
 /** The device authorization grant's group (RFC 8628): the device's two routes and the approver's three. */
 import { HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { Preset } from "../kernel/domain/Access.js"
+import { Preset, Roles } from "../kernel/domain/Access.js"
 import { Authorization } from "../kernel/http/Authorization.js"
 import { RequestBody } from "../kernel/http/Dto.js"
 import { Endpoint } from "../kernel/http/Endpoint.js"
@@ -150,7 +150,7 @@ export class DeviceApi extends HttpApiGroup.make("device")
         "Its next poll receives a new key of the caller's with `preset` (default: the scope asked for), `name` " +
         "(default `<client name> (device)`) and a lifetime of `expires_in_days` (1-90, default 90); the key acts " +
         "with the caller's role. 404 for an unknown, expired or decided code.",
-      policy: policy("S", "header"),
+      policy: policy("S", "header", Roles.anyMember),
       errors: [ResourceNotFound, RateLimited]
     })
       .setPayload(DeviceApproveRequest)
@@ -161,7 +161,7 @@ export class DeviceApi extends HttpApiGroup.make("device")
       summary: "Deny a device",
       description: "Refuses the device: its next poll gets `access_denied`. Recorded in the audit log of the " +
         "organization in `X-Organization-ID`. 404 for an unknown, expired or decided code.",
-      policy: policy("S", "header"),
+      policy: policy("S", "header", Roles.anyMember),
       errors: [ResourceNotFound, RateLimited]
     })
       .setPayload(RequestBody({ user_code: UserCode }))

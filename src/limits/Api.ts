@@ -1,5 +1,6 @@
 import { HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
+import { Roles } from "../kernel/domain/Access.js"
 import { Authorization } from "../kernel/http/Authorization.js"
 import { Endpoint } from "../kernel/http/Endpoint.js"
 import { policy } from "../kernel/http/Policy.js"
@@ -26,7 +27,7 @@ export class LimitsApi extends HttpApiGroup.make("limits")
         "answers 429 `limit_exceeded`. `tier` is `unlimited`, `trial` or the plan; `status` is the organization's " +
         "(`exhausted` once its balance is used up, `suspended` while an operator has suspended it: boots and " +
         "other uses answer 403 `organization_suspended`).",
-      policy: policy("R", "header")
+      policy: policy("R", "header", Roles.anyMember)
     }).addSuccess(LimitsDto)
   )
   .middleware(Authorization)

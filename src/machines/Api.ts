@@ -1,6 +1,7 @@
 /** Machines (extensions.md §5): the resource, its settings, and the routes that accept operations. */
 import { HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
+import { Roles } from "../kernel/domain/Access.js"
 import { MachineSize as Size, MachineState, StopReason } from "../kernel/domain/MachineStates.js"
 import { Authorization } from "../kernel/http/Authorization.js"
 import { moneyErrors } from "../kernel/http/BillingErrors.js"
@@ -252,7 +253,7 @@ export class MachinesApi extends HttpApiGroup.make("machines")
       description: "Creates a machine, started unless `start` is false. `name` is unique among the organization's " +
         "live machines. `template` (a name or an id) makes it from a template's disk. `setup_script` runs once " +
         "as `/bin/sh -c`, at the first boot; its result is on the create operation.\n\n" + accepted,
-      policy: policy("C", "header"),
+      policy: policy("C", "header", Roles.machineChangers),
       errors: [...acceptErrors, NameTaken, LimitExceeded, ...moneyErrors, SnapshotPending]
     })
       .setPayload(CreateMachineRequest)
@@ -264,7 +265,7 @@ export class MachinesApi extends HttpApiGroup.make("machines")
       summary: "Fork a machine",
       description: "A new machine whose disk is a copy of this one's, stopped or running. `machine_id` of the " +
         "answer is the new machine.",
-      policy: policy("C", "header"),
+      policy: policy("C", "header", Roles.machineChangers),
       errors: [NameTaken]
     })
       .setPayload(ForkRequest)
@@ -274,7 +275,7 @@ export class MachinesApi extends HttpApiGroup.make("machines")
       summary: "Restore a snapshot as a new machine",
       description: "A new machine from a snapshot of this machine: `snapshot_id`, or its latest ready snapshot " +
         "when none is named (404 `no_snapshot` when it has none). `machine_id` of the answer is the new machine.",
-      policy: policy("C", "header"),
+      policy: policy("C", "header", Roles.machineChangers),
       errors: [NameTaken, NoSnapshot, SnapshotPending]
     })
       .setPayload(RestoreRequest)
@@ -284,7 +285,7 @@ export class MachinesApi extends HttpApiGroup.make("machines")
       summary: "List machines",
       description: "The organization's machines, a page at a time (`next_cursor`). Deleted machines are left out " +
         "unless `state=deleted` is asked for.",
-      policy: policy("R", "header")
+      policy: policy("R", "header", Roles.anyMember)
     })
       .setUrlParams(ListMachinesParams)
       .addSuccess(MachineList)
@@ -293,7 +294,7 @@ export class MachinesApi extends HttpApiGroup.make("machines")
     Endpoint.get("get", "/v1/machines/:id", {
       summary: "Get a machine",
       description: "One machine, deleted ones included (state `deleted`).",
-      policy: policy("R", "header"),
+      policy: policy("R", "header", Roles.anyMember),
       errors: [ResourceNotFound]
     })
       .setPath(MachineIdPath)
@@ -305,7 +306,7 @@ export class MachinesApi extends HttpApiGroup.make("machines")
       description: "Renames a machine or changes its timers (`auto_stop_seconds`, `idle_sleep_seconds`, null turns " +
         "one off) or its automatic snapshots. Not an operation: answers at once with the machine; absent members " +
         "are left as they are.",
-      policy: allowedWhileSuspended(policy("U", "header")),
+      policy: allowedWhileSuspended(policy("U", "header", Roles.machineChangers)),
       errors: [ResourceNotFound, NameTaken, MachineDeleted]
     })
       .setPath(MachineIdPath)
@@ -315,7 +316,7 @@ export class MachinesApi extends HttpApiGroup.make("machines")
   .add(change("start", "post", "/v1/machines/:id/start", {
     summary: "Start a machine",
     description: "Boots a stopped machine. Takes no body.",
-    policy: policy("U", "header")
+    policy: policy("U", "header", Roles.machineChangers)
   }))
   .add(
     change("stop", "post", "/v1/machines/:id/stop", {
@@ -323,20 +324,20 @@ export class MachinesApi extends HttpApiGroup.make("machines")
       description: "Stops a running machine (`stop_reason` `api`). The body may be left out. With `force`, " +
         "the operations accepted before it that have not finished are cancelled, so a machine stuck behind " +
         "one can always be stopped.",
-      policy: allowedWhileSuspended(policy("U", "header"))
+      policy: allowedWhileSuspended(policy("U", "header", Roles.machineChangers))
     }).setPayload(StopRequest)
   )
   .add(change("restart", "post", "/v1/machines/:id/restart", {
     summary: "Restart a machine",
     description: "Stops and boots the machine; it succeeds once a new boot (`boot_id`) is observed. Takes no body.",
-    policy: policy("U", "header")
+    policy: policy("U", "header", Roles.machineChangers)
   }))
   .add(change("delete", "del", "/v1/machines/:id", {
     summary: "Delete a machine",
     description: "Stops the machine and removes it with its disk; the operations accepted before it that have not " +
       "finished are cancelled. The machine is still found by id, with state `deleted`, and its name is free " +
       "again. Takes no body.",
-    policy: allowedWhileSuspended(policy("C", "header"))
+    policy: allowedWhileSuspended(policy("C", "header", Roles.machineChangers))
   }))
   .add(
     change("exec", "post", "/v1/machines/:id/exec", {
@@ -346,7 +347,7 @@ export class MachinesApi extends HttpApiGroup.make("machines")
         "`timeout_seconds`. The result is the operation's `exec_result` (the first 1 MiB of stdout and stderr " +
         "each). Arguments hold no NUL byte; one argument, a shell line or `NAME=value` at most 131071 bytes, " +
         "the command and env together at most 1 MiB; `cwd` at most 4095 bytes.",
-      policy: policy("U", "header")
+      policy: policy("U", "header", Roles.machineChangers)
     }).setPayload(ExecRequest)
   )
   .add(
@@ -355,7 +356,7 @@ export class MachinesApi extends HttpApiGroup.make("machines")
       description: "Writes (or with `append`, appends) `data_base64`, at most 16 MiB, to the absolute `path` in the " +
         "running machine, with `mode` (octal) when given. A path holds no NUL byte, at most 4095 bytes, each name " +
         "at most 255.",
-      policy: policy("U", "header")
+      policy: policy("U", "header", Roles.machineChangers)
     }).setPayload(WriteFileRequest)
   )
   .add(
@@ -364,14 +365,14 @@ export class MachinesApi extends HttpApiGroup.make("machines")
       description: "Reads 1-16 `ranges` (absolute `path`, `offset`, `size` at most 16 MiB) from the running machine; " +
         "the data is the operation's `file_ranges` (`missing` for a file that does not exist; a directory fails " +
         "the operation).",
-      policy: policy("U", "header")
+      policy: policy("U", "header", Roles.machineChangers)
     }).setPayload(ReadFileRequest)
   )
   .add(
     change("installSshKey", "post", "/v1/machines/:id/ssh-keys", {
       summary: "Install an SSH key",
       description: "Adds an OpenSSH public key line to the machine's authorized keys.",
-      policy: policy("U", "header")
+      policy: policy("U", "header", Roles.machineChangers)
     }).setPayload(SshKeyRequest)
   )
   .add(
@@ -379,7 +380,7 @@ export class MachinesApi extends HttpApiGroup.make("machines")
       summary: "Turn internet access on or off",
       description: "Changes the running machine's network; it succeeds once the change is observed, without a " +
         "restart.",
-      policy: policy("U", "header")
+      policy: policy("U", "header", Roles.machineChangers)
     }).setPayload(InternetRequest)
   )
   .add(
@@ -388,14 +389,14 @@ export class MachinesApi extends HttpApiGroup.make("machines")
       description: "Makes a port of the machine reachable through the port proxy at " +
         "`/v1/machines/{id}/ports/{port}/http/`: a public port needs nothing, a private one a key, a session or " +
         "a port token.",
-      policy: policy("U", "header")
+      policy: policy("U", "header", Roles.machineChangers)
     }).setPayload(ExposePortRequest)
   )
   .add(
     change("unexposePort", "del", "/v1/machines/:id/ports/:port", {
       summary: "Stop exposing a port",
       description: "The port proxy stops forwarding to this port. Takes no body.",
-      policy: allowedWhileSuspended(policy("U", "header"))
+      policy: allowedWhileSuspended(policy("U", "header", Roles.machineChangers))
     }).setPath(PortPath)
   )
   .add(
@@ -403,7 +404,7 @@ export class MachinesApi extends HttpApiGroup.make("machines")
       summary: "Make a port access token",
       description: "A token that opens a private exposed port through the proxy until `expires_at` (header " +
         "`x-svc-port-token` or query `svc_port_token`). Not an operation: answers at once.",
-      policy: policy("U", "header"),
+      policy: policy("U", "header", Roles.machineChangers),
       errors: [ResourceNotFound]
     })
       .setPath(PortPath)

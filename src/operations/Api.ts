@@ -1,6 +1,7 @@
 /** Operations (api.md "Operations", extensions.md §7): read, list per machine, cancel, events. */
 import { HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
+import { Roles } from "../kernel/domain/Access.js"
 import { OperationStatus, StopReason } from "../kernel/domain/MachineStates.js"
 import { Authorization } from "../kernel/http/Authorization.js"
 import { EventStream, NullableTimestamp, QueryParams, Timestamp, Uuid } from "../kernel/http/Dto.js"
@@ -51,7 +52,7 @@ export class OperationsApi extends HttpApiGroup.make("operations")
         "`failed` means it definitely did not happen (`error_code` says why); `uncertain` is retried with the " +
         "same request until it settles; `correlation_miss` and `completed_but_unchanged` mean not done. Poll " +
         "every 250 ms growing to 2 s, or follow its events.",
-      policy: policy("R", "header"),
+      policy: policy("R", "header", Roles.anyMember),
       errors: [ResourceNotFound]
     })
       .setPath(OperationPath)
@@ -61,7 +62,7 @@ export class OperationsApi extends HttpApiGroup.make("operations")
     Endpoint.get("listForMachine", "/v1/machines/:id/operations", {
       summary: "List a machine's operations",
       description: "The machine's operations, newest first, a page at a time (`next_cursor`).",
-      policy: policy("R", "header"),
+      policy: policy("R", "header", Roles.anyMember),
       errors: [ResourceNotFound]
     })
       .setPath(OperationPath)
@@ -76,7 +77,7 @@ export class OperationsApi extends HttpApiGroup.make("operations")
         "another running operation gets a short grace to finish, and it and an uncertain one end " +
         "`correlation_miss` with `error_code` `cancelled` (whether the change happened cannot be known). A " +
         "terminal operation is answered as it is. Takes no body.",
-      policy: allowedWhileSuspended(policy("U", "header")),
+      policy: allowedWhileSuspended(policy("U", "header", Roles.machineChangers)),
       errors: [ResourceNotFound]
     })
       .setPath(OperationPath)
@@ -89,7 +90,7 @@ export class OperationsApi extends HttpApiGroup.make("operations")
         "Events `status` (`{status, attempt_count, error_code}`), `output` (an exec's `{stream, data_base64}`), " +
         "`progress` (`{done_bytes, total_bytes}`), and a final `end`. Each `id` is persisted and monotonic; " +
         "`Last-Event-ID` resumes strictly after it.",
-      policy: policy("R", "header"),
+      policy: policy("R", "header", Roles.anyMember),
       errors: [ResourceNotFound]
     })
       .setPath(OperationPath)

@@ -118,7 +118,7 @@ export class MembersApi extends HttpApiGroup.make("members")
       summary: "List members",
       description: "The organization's members with their roles, running machines and this month's usage. 404 for " +
         "an organization the caller is not a member of, or another organization than the key's.",
-      policy: policy("R", "path"),
+      policy: policy("R", "path", Roles.anyMember),
       errors: [ResourceNotFound]
     })
       .setPath(OrganizationPath)
@@ -143,7 +143,7 @@ export class MembersApi extends HttpApiGroup.make("members")
       description: "Owners and admins remove members; anyone may remove themselves; only an owner removes an " +
         "owner, and never the only one (`last_owner`). The member's API keys of this organization are revoked, " +
         "and their terminal tickets and channels end.",
-      policy: policy("S", "path"),
+      policy: policy("S", "path", Roles.anyMember),
       errors: [LastOwner]
     })
       .setPath(MemberPath)

@@ -1,6 +1,7 @@
 /**
- * What owners and admins do to who belongs: change a member's role or machine cap, remove a member
- * (ending the keys, tickets and channels they hold there), hand ownership over. No change leaves an
+ * What owners and admins do to who belongs: change a member's role or machine cap (a demotion below
+ * the machine-changing roles ends their terminal tickets and channels), remove a member (ending the
+ * keys, tickets and channels they hold there), hand ownership over. No change leaves an
  * organization without an owner (`last_owner`). Each change and its audit row share a transaction.
  */
 import { SqlClient } from "@effect/sql"
@@ -95,6 +96,12 @@ const make = Effect.gen(function*() {
               : {})
           })
         }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die))
+        // Roles are checked at each request, so a demoted member's keys and sessions shrink at once; a
+        // terminal opened earlier outlives requests, so one who may no longer open terminals loses them.
+        if (
+          role !== undefined && roleAllowed(target.role, Roles.machineChangers) &&
+          !roleAllowed(role, Roles.machineChangers)
+        ) yield* revocations.member(actor.organizationId, userId)
         return yield* listed(actor.organizationId, userId)
       }),
 

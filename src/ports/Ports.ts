@@ -7,6 +7,7 @@
  * not tell which machines exist.
  */
 import { Context, Effect, Either, Layer, Option } from "effect"
+import { Roles } from "../kernel/domain/Access.js"
 import { findPort, parsePorts } from "../kernel/domain/Ports.js"
 import {
   Authenticate,
@@ -49,6 +50,8 @@ const make = Effect.gen(function*() {
       const requirement: Requirement = {
         access: "R",
         organization: { resource: organizationId },
+        // api.md: a private port opens to a key of any preset or a session of any member.
+        roles: Roles.anyMember,
         sessionGuard: "same_site"
       }
       const verdict = (result: Either.Either<unknown, AuthenticationError>) =>

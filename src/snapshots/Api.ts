@@ -5,6 +5,7 @@
  */
 import { HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
+import { Roles } from "../kernel/domain/Access.js"
 import { Authorization } from "../kernel/http/Authorization.js"
 import { moneyErrors } from "../kernel/http/BillingErrors.js"
 import { NullableTimestamp, QueryParams, RequestBody, Timestamp, Uuid } from "../kernel/http/Dto.js"
@@ -100,7 +101,7 @@ const SnapshotPath = Schema.Struct({ snapshot_id: Uuid })
 const TemplatePath = Schema.Struct({ template: Schema.String })
 
 /** Changing routes: Owner, Admin, Operator (api.md). */
-const changers = ["owner", "admin", "operator"] as const
+const changers = Roles.machineChangers
 
 /** A push or a template save: an operation on the machine, so the errors of any machine change, and 202 with its snapshot. */
 const snapshotChange = <const Name extends string, const Extra extends ReadonlyArray<ProblemClass<any>>>(
@@ -131,7 +132,7 @@ export class SnapshotsApi extends HttpApiGroup.make("snapshots")
     Endpoint.get("list", "/v1/machines/:id/snapshots", {
       summary: "List a machine's snapshots",
       description: "A page at a time (`limit` 1-100, default 50; `cursor` the previous page's last id).",
-      policy: policy("R", "header"),
+      policy: policy("R", "header", Roles.anyMember),
       errors: [ResourceNotFound]
     })
       .setPath(MachinePath)
@@ -143,7 +144,7 @@ export class SnapshotsApi extends HttpApiGroup.make("snapshots")
       summary: "Get a machine's latest snapshot",
       description: "The newest ready snapshot; pending and failed pushes and templates are skipped. 404 " +
         "`no_snapshot` when there is none.",
-      policy: policy("R", "header"),
+      policy: policy("R", "header", Roles.anyMember),
       errors: [ResourceNotFound, NoSnapshot]
     })
       .setPath(MachinePath)
@@ -165,7 +166,7 @@ export class SnapshotsApi extends HttpApiGroup.make("snapshots")
     Endpoint.get("get", "/v1/snapshots/:snapshot_id", {
       summary: "Get a snapshot",
       description: "One snapshot or template.",
-      policy: policy("R", "header"),
+      policy: policy("R", "header", Roles.anyMember),
       errors: [ResourceNotFound]
     })
       .setPath(SnapshotPath)
@@ -205,7 +206,7 @@ export class SnapshotsApi extends HttpApiGroup.make("snapshots")
     Endpoint.get("listTemplates", "/v1/templates", {
       summary: "List templates",
       description: "The organization's templates, a page at a time (`limit` 1-100, default 50; `cursor`).",
-      policy: policy("R", "header")
+      policy: policy("R", "header", Roles.anyMember)
     })
       .setUrlParams(PageParams)
       .addSuccess(SnapshotPage)
@@ -214,7 +215,7 @@ export class SnapshotsApi extends HttpApiGroup.make("snapshots")
     Endpoint.get("getTemplate", "/v1/templates/:template", {
       summary: "Get a template",
       description: "`template` is a name or an id.",
-      policy: policy("R", "header"),
+      policy: policy("R", "header", Roles.anyMember),
       errors: [ResourceNotFound]
     })
       .setPath(TemplatePath)

@@ -1,6 +1,7 @@
 /** Terminals (docs/terminals.md): a single-use ticket for a WebSocket carrying a PTY in a running machine. */
 import { HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
+import { Roles } from "../kernel/domain/Access.js"
 import { Authorization } from "../kernel/http/Authorization.js"
 import { MachineArgument, RequestBody, Timestamp, Uuid } from "../kernel/http/Dto.js"
 import { Endpoint } from "../kernel/http/Endpoint.js"
@@ -37,7 +38,7 @@ export class TerminalsApi extends HttpApiGroup.make("terminals")
         "frame `{\"type\":\"exit\",\"exit_code\":N}` is sent and the WebSocket closes (1000); it closes with 4409 when " +
         "the machine stops and 4403 when access is revoked. Closing the WebSocket ends the session. `url` holds the " +
         "ticket (query `ticket`); an unknown, used, revoked or expired ticket is refused with 404.",
-      policy: policy("U", "header"),
+      policy: policy("U", "header", Roles.machineChangers),
       errors: [ResourceNotFound, ...notRunningErrors]
     })
       .setPath(Schema.Struct({ id: Uuid }))

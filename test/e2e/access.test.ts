@@ -189,12 +189,38 @@ describe("authentication and access matrix", () => {
       for (
         const reply of [
           yield* full("GET", `/v1/organizations/${stranger.organization_id}/members`),
-          yield* browser.http("GET", `/v1/organizations/${stranger.organization_id}/members`)
+          yield* browser.http("GET", `/v1/organizations/${stranger.organization_id}/members`, {
+            headers: { "x-organization-id": stranger.organization_id }
+          })
         ]
       ) {
         assert.strictEqual(reply.status, 404)
         assert.strictEqual(reply.body.code, "resource_not_found")
       }
+    }))
+
+  it.scoped("X-Organization-ID on a route naming its organization in the path: checked as on [ORG] routes", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer()
+      const { browser, full, owner, stranger } = yield* setup(server)
+      const own = `/v1/organizations/${owner.organization_id}/members`
+      const naming = (organizationId: string) => ({ headers: { "x-organization-id": organizationId } })
+      // A key fixes its organization: a header naming another one is a mismatch, even on its own path.
+      const mismatch = yield* full("GET", own, naming(stranger.organization_id))
+      assert.strictEqual(mismatch.status, 403)
+      assert.strictEqual(mismatch.body.code, "organization_mismatch")
+      assert.strictEqual((yield* full("GET", own, naming(owner.organization_id))).status, 200)
+      assert.strictEqual((yield* full("GET", own)).status, 200)
+      // A session names the organization it acts in, and it must be the path's.
+      const bare = yield* browser.http("GET", own)
+      assert.strictEqual(bare.status, 422)
+      assert.deepStrictEqual(bare.body.field_errors.map((error: { field: string }) => error.field), [
+        "X-Organization-ID"
+      ])
+      const elsewhere = yield* browser.http("GET", own, naming(stranger.organization_id))
+      assert.strictEqual(elsewhere.status, 403)
+      assert.strictEqual(elsewhere.body.code, "organization_mismatch")
+      assert.strictEqual((yield* browser.http("GET", own, naming(owner.organization_id))).status, 200)
     }))
 
   it.scoped("API keys: the secret is shown once, only a hash is kept, and last_used_at is recorded", () =>

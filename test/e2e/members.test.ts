@@ -20,8 +20,12 @@ const ownerOf = (server: TestServer) =>
     const owner = yield* server.bootstrap("owner@example.com")
     const browser = yield* signIn(server, "owner@example.com")
     const org = owner.organization_id
+    // A session names the organization it acts in, path-scoped routes included.
     const as = (b: typeof browser) => (method: string, path: string, json?: unknown) =>
-      b.http(method, path, { headers: b.withCsrf, ...(json === undefined ? {} : { json }) })
+      b.http(method, path, {
+        headers: { ...b.withCsrf, "x-organization-id": org },
+        ...(json === undefined ? {} : { json })
+      })
     return { owner, browser, org, api: as(browser), as }
   })
 
@@ -349,7 +353,9 @@ describe("organization deletion", () => {
       assert.strictEqual((yield* as(member.browser)("DELETE", `/v1/organizations/${org}`)).body.code, "forbidden")
 
       const fresh = yield* signIn(server, "owner@example.com")
-      const deleted = yield* fresh.http("DELETE", `/v1/organizations/${org}`, { headers: fresh.withCsrf })
+      const deleted = yield* fresh.http("DELETE", `/v1/organizations/${org}`, {
+        headers: { ...fresh.withCsrf, "x-organization-id": org }
+      })
       assert.strictEqual(deleted.status, 200, deleted.text)
       assert.deepStrictEqual(deleted.body, {
         organization_id: org,

@@ -71,7 +71,7 @@ describe("organization deletion across kill -9", () => {
       )
       const remove = () =>
         browser("DELETE", `/v1/organizations/${raced.organization_id}`, {
-          headers: { "x-csrf-token": jar.get("svc_csrf")! }
+          headers: { "x-csrf-token": jar.get("svc_csrf")!, "x-organization-id": raced.organization_id }
         })
 
       // The delete is sent and the process killed a moment later: before, during or after its commit.

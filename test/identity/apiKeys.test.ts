@@ -6,10 +6,11 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Option, TestClock } from "effect"
 import { Accounts } from "../../src/identity/Accounts.js"
 import { ApiKeys, type KeyManager } from "../../src/identity/ApiKeys.js"
+import { Roles } from "../../src/kernel/domain/Access.js"
 import { Authenticate, type Requirement } from "../../src/kernel/http/Authenticate.js"
 import { bearer, execute, requestOf, withAreas } from "./support.js"
 
-const anyMember: Requirement = { access: "R", organization: "header" }
+const anyMember: Requirement = { access: "R", organization: "header", roles: Roles.anyMember }
 const ownersOnly: Requirement = { access: "R", organization: "header", roles: ["owner"] }
 
 /** Authenticates a GET carrying `key`. */

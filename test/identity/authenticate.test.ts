@@ -7,6 +7,7 @@ import { Effect, Option, Redacted, TestClock } from "effect"
 import { Accounts } from "../../src/identity/Accounts.js"
 import { ApiKeys } from "../../src/identity/ApiKeys.js"
 import { Sessions } from "../../src/identity/Sessions.js"
+import { Roles } from "../../src/kernel/domain/Access.js"
 import { Authenticate, type RequestFacts, type Requirement } from "../../src/kernel/http/Authenticate.js"
 import { baseUrl, bearer, requestOf, withAreas } from "./support.js"
 
@@ -29,7 +30,7 @@ const setup = Effect.gen(function*() {
 const organizationOf = (request: RequestFacts, requirement: Requirement) =>
   Effect.map(authenticate(request, requirement), (caller) => Option.map(caller.organization, (o) => o.id))
 
-const header: Requirement = { access: "R", organization: "header" }
+const header: Requirement = { access: "R", organization: "header", roles: Roles.anyMember }
 
 describe("Authenticate", () => {
   it.scoped("access codes: N needs nothing, a key is refused on S routes and above its preset", () =>
@@ -41,7 +42,7 @@ describe("Authenticate", () => {
         assert.strictEqual(yield* refusal(requestOf("GET"), header), "unauthenticated")
         const key = requestOf("POST", { headers: bearer(owner.api_key) })
         assert.strictEqual(yield* refusal(key, { access: "S", organization: "none" }), "session_required")
-        yield* authenticate(key, { access: "F", organization: "header" })
+        yield* authenticate(key, { access: "F", organization: "header", roles: Roles.anyMember })
         const readOnly = yield* (yield* ApiKeys).mint({
           organizationId: owner.organization_id,
           userId: owner.user_id,
@@ -50,8 +51,11 @@ describe("Authenticate", () => {
           expiresInDays: 1
         })
         const viewer = requestOf("GET", { headers: bearer(readOnly.secret) })
-        yield* authenticate(viewer, { access: "R", organization: "header" })
-        assert.strictEqual(yield* refusal(viewer, { access: "U", organization: "header" }), "insufficient_scope")
+        yield* authenticate(viewer, { access: "R", organization: "header", roles: Roles.anyMember })
+        assert.strictEqual(
+          yield* refusal(viewer, { access: "U", organization: "header", roles: Roles.anyMember }),
+          "insufficient_scope"
+        )
         const basic = requestOf("GET", { headers: { authorization: "Basic abc" } })
         assert.strictEqual(yield* refusal(basic, header), "invalid_api_key")
       })
@@ -96,6 +100,7 @@ describe("Authenticate", () => {
         const guarded: Requirement = {
           access: "R",
           organization: { resource: owner.organization_id },
+          roles: Roles.anyMember,
           sessionGuard: "same_site"
         }
         const send = (method: string, headers: Record<string, string>, upgrading = false) =>
@@ -111,7 +116,11 @@ describe("Authenticate", () => {
         // Fetch Metadata wins over Origin.
         yield* send("POST", { "sec-fetch-site": "same-origin", origin: "https://evil.example" })
         // A session that may not act anyway answers as from svc's own site.
-        const foreign: Requirement = { ...guarded, organization: { resource: stranger.organization_id } }
+        const foreign: Requirement = {
+          ...guarded,
+          organization: { resource: stranger.organization_id },
+          roles: Roles.anyMember
+        }
         const notMember = yield* refusal(
           requestOf("POST", { headers: { origin: "https://evil.example" }, cookies }),
           foreign
@@ -183,15 +192,32 @@ describe("Authenticate", () => {
           "organization_mismatch"
         )
         assert.strictEqual(yield* refusal(key({ "x-organization-id": "not-a-uuid" }), header), "invalid_request")
-        // An organization in the path: another one is not found; the header must still be a UUID.
+        // An organization in the path: another one is not found; the header must still be a UUID and,
+        // when sent, name the key's organization, as on [ORG] routes.
+        const ownPath: Requirement = {
+          access: "R",
+          organization: { path: owner.organization_id },
+          roles: Roles.anyMember
+        }
+        const strangerPath: Requirement = { ...ownPath, organization: { path: stranger.organization_id } }
+        assert.strictEqual(yield* refusal(key(), strangerPath), "resource_not_found")
         assert.strictEqual(
-          yield* refusal(key(), { access: "R", organization: { path: stranger.organization_id } }),
-          "resource_not_found"
+          yield* refusal(key({ "x-organization-id": stranger.organization_id }), ownPath),
+          "organization_mismatch"
+        )
+        assert.strictEqual(
+          yield* refusal(key({ "x-organization-id": stranger.organization_id }), strangerPath),
+          "organization_mismatch"
+        )
+        assert.deepStrictEqual(
+          yield* organizationOf(key({ "x-organization-id": owner.organization_id }), ownPath),
+          Option.some(owner.organization_id)
         )
         assert.strictEqual(
           yield* refusal(key({ "x-organization-id": "nope" }), {
             access: "R",
-            organization: { path: owner.organization_id }
+            organization: { path: owner.organization_id },
+            roles: Roles.anyMember
           }),
           "invalid_request"
         )
@@ -199,14 +225,15 @@ describe("Authenticate", () => {
         assert.deepStrictEqual(
           yield* organizationOf(key({ "x-organization-id": "nope" }), {
             access: "R",
-            organization: { resource: owner.organization_id }
+            organization: { resource: owner.organization_id },
+            roles: Roles.anyMember
           }),
           Option.some(owner.organization_id)
         )
       })
     ))
 
-  it.scoped("X-Organization-ID with a session: required on [ORG] routes, even with an active organization", () =>
+  it.scoped("X-Organization-ID with a session: required on every organization-scoped route, even with an active organization", () =>
     withAreas(() =>
       Effect.gen(function*() {
         const { cookies, owner, stranger } = yield* setup
@@ -229,10 +256,28 @@ describe("Authenticate", () => {
             (needsHeader as { field_errors?: ReadonlyArray<{ field: string }> }).field_errors?.map((e) => e.field),
             ["X-Organization-ID"]
           )
-          // Routes outside an organization, or naming it in the path, do not need it.
+          // Routes outside an organization do not need it; those naming it in the path do, and it must match.
           yield* authenticate(bare, { access: "R", organization: "none" })
-          yield* authenticate(bare, { access: "R", organization: { path: owner.organization_id } })
+          const inPath: Requirement = {
+            access: "R",
+            organization: { path: owner.organization_id },
+            roles: Roles.anyMember
+          }
+          assert.strictEqual(yield* refusal(bare, inPath), "invalid_request")
         }
+        const inPath: Requirement = {
+          access: "R",
+          organization: { path: owner.organization_id },
+          roles: Roles.anyMember
+        }
+        assert.deepStrictEqual(
+          yield* organizationOf(session({ "x-organization-id": owner.organization_id.toUpperCase() }), inPath),
+          Option.some(owner.organization_id)
+        )
+        assert.strictEqual(
+          yield* refusal(session({ "x-organization-id": stranger.organization_id }), inPath),
+          "organization_mismatch"
+        )
       })
     ))
 })

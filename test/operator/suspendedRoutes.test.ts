@@ -6,6 +6,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Context, Option } from "effect"
 import { Api } from "../../src/Api.js"
+import { Roles } from "../../src/kernel/domain/Access.js"
 import { Policy, policy, refusedWhileSuspended } from "../../src/kernel/http/Policy.js"
 
 const refused = Object.values(Api.groups).flatMap((group) =>
@@ -37,12 +38,12 @@ describe("routes refused while suspended", () => {
   })
 
   it("a route added later is refused by default when it changes an organization's machines", () => {
-    assert.isTrue(refusedWhileSuspended("POST", policy("U", "header", ["owner", "admin", "operator"])))
-    assert.isTrue(refusedWhileSuspended("POST", policy("C", "path")))
-    assert.isFalse(refusedWhileSuspended("GET", policy("U", "header")))
-    assert.isFalse(refusedWhileSuspended("POST", policy("F", "header")))
+    assert.isTrue(refusedWhileSuspended("POST", policy("U", "header", Roles.machineChangers)))
+    assert.isTrue(refusedWhileSuspended("POST", policy("C", "path", Roles.anyMember)))
+    assert.isFalse(refusedWhileSuspended("GET", policy("U", "header", Roles.anyMember)))
+    assert.isFalse(refusedWhileSuspended("POST", policy("F", "header", Roles.anyMember)))
     assert.isFalse(refusedWhileSuspended("POST", policy("O")))
-    assert.isFalse(refusedWhileSuspended("POST", policy("U", "header", undefined, { whileSuspended: "allowed" })))
-    assert.isTrue(refusedWhileSuspended("POST", policy("F", "header", undefined, { whileSuspended: "refused" })))
+    assert.isFalse(refusedWhileSuspended("POST", policy("U", "header", Roles.anyMember, { whileSuspended: "allowed" })))
+    assert.isTrue(refusedWhileSuspended("POST", policy("F", "header", Roles.anyMember, { whileSuspended: "refused" })))
   })
 })

@@ -17,7 +17,7 @@ export const invitationTokenFor = (server: TestServer, email: string) =>
 export const invite = (server: TestServer, browser: Browser, organizationId: string, email: string, role: string) =>
   Effect.gen(function*() {
     const reply = yield* browser.http("POST", `/v1/organizations/${organizationId}/invitations`, {
-      headers: browser.withCsrf,
+      headers: { ...browser.withCsrf, "x-organization-id": organizationId },
       json: { email, role }
     })
     if (reply.status !== 201) throw new Error(`invite answered ${reply.status}: ${reply.text}`)

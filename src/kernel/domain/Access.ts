@@ -38,17 +38,23 @@ export const keyAccess = (access: AccessCode, preset: Preset): KeyAccess => {
   return presetAtMost(needed, preset) ? "allowed" : "insufficient_scope"
 }
 
-/** Role groups named by api.md's route requirements. */
+/**
+ * Role groups named by api.md's route requirements. Every organization-scoped route names one
+ * (src/kernel/http/Policy.ts), `anyMember` included, so no route is open to all by omission.
+ */
 export const Roles = {
-  anyMember: undefined,
+  anyMember: ["owner", "admin", "operator", "billing", "member"],
+  /** Machine-changing and agent routes, snapshot and template changes, environment upgrades. */
   machineChangers: ["owner", "admin", "operator"],
   billingManagers: ["owner", "billing"],
   administrators: ["owner", "admin"],
   owner: ["owner"]
-} as const satisfies Record<string, ReadonlyArray<Role> | undefined>
+} as const satisfies Record<string, ReadonlyArray<Role>>
 
-export const roleAllowed = (role: Role, allowed: ReadonlyArray<Role> | undefined) =>
-  allowed === undefined || allowed.includes(role)
+export const roleAllowed = (role: Role, allowed: ReadonlyArray<Role>) => allowed.includes(role)
+
+/** Whether `allowed` lets every member in (it names all roles). */
+export const everyRole = (allowed: ReadonlyArray<Role>) => Role.literals.every((role) => allowed.includes(role))
 
 /** Methods that change state: with a session they need the CSRF token. */
 export const isMutatingMethod = (method: string) => method !== "GET" && method !== "HEAD" && method !== "OPTIONS"

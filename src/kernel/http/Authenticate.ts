@@ -70,11 +70,8 @@ export const headerOf = (request: RequestFacts, name: string): string | undefine
  */
 export type OrganizationSource = "none" | "header" | { readonly path: string } | { readonly resource: string }
 
-export interface Requirement {
+interface RequirementBase {
   readonly access: AccessCode
-  readonly organization: OrganizationSource
-  /** The roles allowed in that organization; absent means any member. */
-  readonly roles?: ReadonlyArray<Role> | undefined
   /**
    * How a session shows that a change comes from svc's own pages: the double-submit CSRF token
    * (the API; the default), or a same-site request by Fetch Metadata or Origin (routes a browser
@@ -87,6 +84,15 @@ export interface Requirement {
    */
   readonly refusedWhileSuspended?: boolean | undefined
 }
+
+/** What a route asks of its caller; one acting in an organization names the roles it allows there. */
+export type Requirement =
+  | RequirementBase & { readonly organization: "none"; readonly roles?: undefined }
+  | RequirementBase & {
+    readonly organization: Exclude<OrganizationSource, "none">
+    /** Checked against the caller's role now (a key acts with its creator's current role). */
+    readonly roles: ReadonlyArray<Role>
+  }
 
 export type AuthenticationError =
   | Unauthenticated
@@ -186,6 +192,35 @@ const make = Effect.gen(function*() {
       return { userId: session.value.userId, credential, owner: undefined }
     })
 
+  /**
+   * The organization a path names, checked like an [ORG] header route (api.md "Organization context"):
+   * a key's header must name the key's organization (`organization_mismatch`), and a path elsewhere
+   * is not found; a session sends the header on every organization-scoped request, naming the path's
+   * organization (the same rule as [ORG]: a page never acts on an organization it did not name).
+   */
+  const fromPath = (path: string, header: string | undefined, credential: Credential) =>
+    Effect.gen(function*() {
+      if (credential.kind === "api_key") {
+        if (header !== undefined && header !== credential.organizationId) {
+          return yield* new OrganizationMismatch({ detail: "X-Organization-ID differs from the key's organization" })
+        }
+        if (credential.organizationId !== path) return yield* new ResourceNotFound({ detail: "Organization not found" })
+        return path
+      }
+      if (header === undefined) {
+        return yield* new InvalidRequest({
+          detail: "Send X-Organization-ID with a browser session",
+          field_errors: [{ field: "X-Organization-ID", message: "is required with a browser session" }]
+        })
+      }
+      if (header !== path) {
+        return yield* new OrganizationMismatch({
+          detail: "X-Organization-ID differs from the organization in the path"
+        })
+      }
+      return path
+    })
+
   /** The organization the route acts on, per api.md's X-Organization-ID rules. */
   const organizationOf = (request: RequestFacts, source: Exclude<OrganizationSource, "none">, credential: Credential) =>
     Effect.gen(function*() {
@@ -201,13 +236,7 @@ const make = Effect.gen(function*() {
           field_errors: [{ field: "X-Organization-ID", message: "must be a UUID" }]
         })
       }
-      if (source !== "header") {
-        const fromPath = source.path.toLowerCase()
-        if (credential.kind === "api_key" && credential.organizationId !== fromPath) {
-          return yield* new ResourceNotFound({ detail: "Organization not found" })
-        }
-        return fromPath
-      }
+      if (source !== "header") return yield* fromPath(source.path.toLowerCase(), header?.toLowerCase(), credential)
       if (credential.kind === "api_key") {
         if (header !== undefined && header.toLowerCase() !== credential.organizationId) {
           return yield* new OrganizationMismatch({ detail: "X-Organization-ID differs from the key's organization" })
@@ -238,7 +267,7 @@ const make = Effect.gen(function*() {
         organization: Option.none()
       }
       if (requirement.organization === "none") return caller
-      const organizationId = yield* organizationOf(request, requirement.organization, credential)
+      const organizationId: string = yield* organizationOf(request, requirement.organization, credential)
       // A key acts only in its own organization (organizationOf), so its owner's role there is the one.
       const role = owner?.role ?? (yield* credentials.membership(organizationId, userId))
       if (Option.isNone(role)) {
@@ -247,7 +276,10 @@ const make = Effect.gen(function*() {
           : new ResourceNotFound({ detail: "Organization not found" })
       }
       if (!roleAllowed(role.value, requirement.roles)) {
-        return yield* new Forbidden({ detail: `The role ${role.value} may not do this` })
+        return yield* new Forbidden({
+          detail: `This route is for the roles ${requirement.roles.join(", ")}; ` +
+            (credential.kind === "api_key" ? `the key's creator is ${role.value}` : `yours is ${role.value}`)
+        })
       }
       if (requirement.refusedWhileSuspended === true && (yield* standing.suspended(organizationId))) {
         return yield* new OrganizationSuspended({

@@ -52,12 +52,13 @@ export const AuthorizationLive = (api: AnyApi) =>
       const requirements = new Map<string, Requirement>()
       const noBody = new Set<string>()
       for (const [key, { noBody: none, policy: spec, refusedWhileSuspended }] of endpointIndex(api)) {
-        requirements.set(key, {
-          access: spec.access,
-          organization: spec.organization === "path" ? { path: "" } : spec.organization,
-          roles: spec.roles,
-          refusedWhileSuspended
-        })
+        const base = { access: spec.access, refusedWhileSuspended }
+        requirements.set(
+          key,
+          spec.organization === "none"
+            ? { ...base, organization: "none" }
+            : { ...base, organization: spec.organization === "path" ? { path: "" } : "header", roles: spec.roles }
+        )
         if (none) noBody.add(key)
       }
       return Effect.gen(function*() {
@@ -67,7 +68,7 @@ export const AuthorizationLive = (api: AnyApi) =>
         if (requirement === undefined) return yield* Effect.dieMessage(`no policy for ${route.method} ${route.path}`)
         const caller = yield* authenticate(
           request,
-          typeof requirement.organization === "object"
+          requirement.organization !== "none" && typeof requirement.organization === "object"
             ? { ...requirement, organization: { path: params["organization_id"] ?? "" } }
             : requirement
         )

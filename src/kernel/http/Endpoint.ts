@@ -7,13 +7,14 @@
  *
  * The OpenAPI operation is made from the same declaration: its summary and description, the
  * security its Policy's access code allows (so the /docs page can send a key, a session or the
- * operator token), the X-Organization-ID header of an [ORG] route, and one problem response per
- * status listing the codes this route can answer with it.
+ * operator token), the X-Organization-ID header of an [ORG] route, the roles of an organization's
+ * route (`x-svc-roles` and a sentence), and one problem response per status listing the codes this
+ * route can answer with it.
  */
 import { HttpApiEndpoint, OpenApi } from "@effect/platform"
 import type { HttpMethod } from "@effect/platform/HttpMethod"
 import type { Schema } from "effect"
-import { isMutatingMethod } from "../domain/Access.js"
+import { everyRole, isMutatingMethod } from "../domain/Access.js"
 import {
   BodyTooLarge,
   CsrfInvalid,
@@ -114,18 +115,23 @@ const keyPresets: Record<string, string> = {
 /** The access paragraph every operation's description ends with. */
 const accessOf = (method: HttpMethod, policy: PolicySpec) => {
   const parts = [`**Access ${policy.access}**: ${keyPresets[policy.access]}`]
-  if (policy.organization !== "none") {
-    parts.push(
-      policy.roles === undefined ? "any member" : `roles ${policy.roles.map((role) => `\`${role}\``).join(", ")}`
-    )
-  }
   if (policy.organization === "header") parts.push("organization from `X-Organization-ID` ([ORG])")
-  if (policy.organization === "path") parts.push("the organization in the path")
+  if (policy.organization === "path") {
+    parts.push("the organization in the path, which a session names again in `X-Organization-ID`")
+  }
   if (isMutatingMethod(method) && (policy.access !== "N" && policy.access !== "O")) {
     parts.push("with a session, `X-CSRF-Token`")
   }
   if (refusedWhileSuspended(method, policy)) parts.push("refused while the organization is suspended")
-  return parts.join("; ") + "."
+  return parts.join("; ") + "." + rolesOf(policy)
+}
+
+/** The roles sentence of an organization-scoped operation (its roles are also `x-svc-roles`). */
+const rolesOf = (policy: PolicySpec) => {
+  if (policy.organization === "none") return ""
+  if (everyRole(policy.roles)) return "\n\n**Roles**: any member of the organization."
+  return `\n\n**Roles**: ${policy.roles.map((role) => `\`${role}\``).join(", ")}; any other member is refused ` +
+    "with `403 forbidden`, with a session or with a key they made (a key acts with its creator's current role)."
 }
 
 /** The errors the authorization middleware can answer under this policy (src/kernel/http/Authenticate.ts). */
@@ -138,7 +144,7 @@ const accessErrors = (method: HttpMethod, spec: PolicySpec): ReadonlyArray<Probl
     InvalidApiKey,
     ...(access === "S" ? [SessionRequired] : access === "R" ? [] : [InsufficientScope]),
     ...(isMutatingMethod(method) ? [CsrfInvalid] : []),
-    ...(organization === "header" ? [OrganizationMismatch] : []),
+    ...(organization === "none" ? [] : [OrganizationMismatch]),
     ...(organization === "none" ? [] : [Forbidden, ResourceNotFound]),
     ...(refusedWhileSuspended(method, spec) ? [OrganizationSuspended] : [])
   ]
@@ -152,6 +158,15 @@ const organizationHeader = {
     "match it (`organization_mismatch`). With a session it is required: without it the route answers 422 " +
     "`invalid_request` naming `X-Organization-ID` in `field_errors`.",
   schema: { type: "string", format: "uuid" }
+}
+
+/** The same header on a route naming its organization in the path: it must name that one too. */
+const pathOrganizationHeader = {
+  ...organizationHeader,
+  description: "The organization the caller means to act in, as on [ORG] routes: with a session it is required " +
+    "and must be the organization in the path (else 403 `organization_mismatch`; left out, 422 `invalid_request` " +
+    "naming `X-Organization-ID`); with an API key it may be left out and, when sent, must be the key's " +
+    "organization (`organization_mismatch`)."
 }
 
 const problemContent = {
@@ -191,9 +206,13 @@ const publish = (method: HttpMethod, spec: EndpointSpec<ReadonlyArray<ProblemCla
     return {
       ...operation,
       security: securityOf(method, spec.policy),
-      parameters: spec.policy.organization === "header"
-        ? [...operation.parameters, organizationHeader]
-        : operation.parameters,
+      ...(spec.policy.organization === "none" ? {} : { "x-svc-roles": spec.policy.roles }),
+      parameters: spec.policy.organization === "none"
+        ? operation.parameters
+        : [
+          ...operation.parameters,
+          spec.policy.organization === "header" ? organizationHeader : pathOrganizationHeader
+        ],
       responses: { ...successes, ...errors, ...spec.otherResponses }
     }
   }

@@ -3,28 +3,49 @@
  * - `access`: the access code of api.md (R U C F S N) or O for the operator token.
  * - `organization`: where the organization comes from: `header` ([ORG]: X-Organization-ID, fixed by
  *   an API key), `path` (an `organization_id` path parameter), or `none`.
- * - `roles`: the roles allowed in that organization; absent means any member.
+ * - `roles`: the roles allowed in that organization, required on every organization-scoped route
+ *   (`Roles.anyMember` says "every member" out loud), checked against the caller's role at the
+ *   moment of the request, for sessions and API keys alike.
  * - `whileSuspended`: whether a suspended organization may call it (see `refusedWhileSuspended`).
  */
 import { Context } from "effect"
 import { type AccessCode, isMutatingMethod, type Role } from "../domain/Access.js"
 
-export interface PolicySpec {
+interface PolicyBase {
   readonly access: AccessCode
-  readonly organization: "header" | "path" | "none"
-  readonly roles?: ReadonlyArray<Role> | undefined
   /** Absent: the rule of `refusedWhileSuspended` decides. */
   readonly whileSuspended?: "allowed" | "refused" | undefined
 }
 
+export type PolicySpec =
+  | PolicyBase & { readonly organization: "none"; readonly roles?: undefined }
+  | PolicyBase & { readonly organization: "header" | "path"; readonly roles: ReadonlyArray<Role> }
+
 export class Policy extends Context.Tag("svc/api/Policy")<Policy, PolicySpec>() {}
 
-export const policy = (
+/**
+ * `policy("R")`: a route outside any organization; `policy("U", "header", Roles.machineChangers)`:
+ * an organization-scoped route and the roles it allows (one declaration: no handler checks a role).
+ */
+export function policy(access: AccessCode): PolicySpec
+export function policy(
   access: AccessCode,
-  organization: PolicySpec["organization"] = "none",
+  organization: "header" | "path",
+  roles: ReadonlyArray<Role>,
+  options?: { readonly whileSuspended: "allowed" | "refused" }
+): PolicySpec
+export function policy(
+  access: AccessCode,
+  organization?: "header" | "path",
   roles?: ReadonlyArray<Role>,
   options?: { readonly whileSuspended: "allowed" | "refused" }
-): PolicySpec => ({ access, organization, roles, ...options })
+): PolicySpec {
+  if (organization === undefined) return { access, organization: "none" }
+  if (roles === undefined || roles.length === 0) {
+    throw new Error(`an organization-scoped policy (${access}, ${organization}) must name its roles`)
+  }
+  return { access, organization, roles, ...options }
+}
 
 /**
  * Whether a suspended organization is refused this route (`403 organization_suspended`): by default
