@@ -24,7 +24,7 @@ const keyId = (key: Buffer) => NodeCrypto.createHash("sha256").update(key).diges
 const generatedKey = (dataDir: string) => {
   const file = NodePath.join(dataDir, "secret.key")
   if (!NodeFs.existsSync(file)) {
-    NodeFs.mkdirSync(dataDir, { recursive: true })
+    NodeFs.mkdirSync(dataDir, { recursive: true, mode: 0o700 })
     try {
       NodeFs.writeFileSync(file, NodeCrypto.randomBytes(32).toString("base64") + "\n", { mode: 0o600, flag: "wx" })
     } catch (error) {

@@ -9,6 +9,7 @@ import { Data, Effect, Layer } from "effect"
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
 import { AppConfig } from "../config/AppConfig.js"
+import { privateDatabaseFile, privateDataDir } from "./FileModes.js"
 
 export class DataDirInUse extends Data.TaggedError("DataDirInUse")<{
   readonly dataDir: string
@@ -30,8 +31,9 @@ const holderOf = (pidFile: string) => {
 
 const acquire = (dataDir: string) =>
   Effect.suspend(() => {
-    NodeFs.mkdirSync(dataDir, { recursive: true })
+    privateDataDir(dataDir)
     const pidFile = NodePath.join(dataDir, "svc.pid")
+    privateDatabaseFile(NodePath.join(dataDir, "svc.lock"))
     const lock = new Sqlite(NodePath.join(dataDir, "svc.lock"))
     try {
       lock.pragma("locking_mode = EXCLUSIVE")
@@ -41,7 +43,7 @@ const acquire = (dataDir: string) =>
       if ((error as { code?: string }).code !== "SQLITE_BUSY") return Effect.die(error)
       return Effect.fail(new DataDirInUse({ dataDir, holder: holderOf(pidFile) }))
     }
-    NodeFs.writeFileSync(pidFile, `${process.pid}\n`)
+    NodeFs.writeFileSync(pidFile, `${process.pid}\n`, { mode: 0o600 })
     return Effect.succeed({ lock, pidFile })
   })
 

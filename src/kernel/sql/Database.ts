@@ -11,6 +11,7 @@ import { Effect, Layer } from "effect"
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
 import { AppConfig } from "../config/AppConfig.js"
+import { privateDatabaseFile } from "./FileModes.js"
 import { applyMissing, loader } from "./Migrations.js"
 import * as Sqlite from "./Sqlite.js"
 
@@ -30,7 +31,10 @@ export const layerFile = (filename: string) =>
   Layer.effectDiscard(Effect.zipRight(pragmas, migrate)).pipe(
     Layer.provideMerge(
       Layer.unwrapEffect(Effect.sync(() => {
-        if (filename !== ":memory:") NodeFs.mkdirSync(NodePath.dirname(filename), { recursive: true, mode: 0o700 })
+        if (filename !== ":memory:") {
+          NodeFs.mkdirSync(NodePath.dirname(filename), { recursive: true, mode: 0o700 })
+          privateDatabaseFile(filename)
+        }
         return Sqlite.layer(filename)
       }))
     ),
