@@ -355,7 +355,9 @@ export class MachinesApi extends HttpApiGroup.make("machines")
       summary: "Write a file",
       description: "Writes (or with `append`, appends) `data_base64`, at most 16 MiB, to the absolute `path` in the " +
         "running machine, with `mode` (octal) when given. A path holds no NUL byte, at most 4095 bytes, each name " +
-        "at most 255.",
+        "at most 255. The operation fails with `error_code` `write_failed` when the machine cannot write the file; " +
+        "after 60 s it is stopped and ends `correlation_miss` with `file_operation_timeout` (part of the file may " +
+        "be written).",
       policy: policy("U", "header", Roles.machineChangers)
     }).setPayload(WriteFileRequest)
   )
@@ -364,7 +366,9 @@ export class MachinesApi extends HttpApiGroup.make("machines")
       summary: "Read files",
       description: "Reads 1-16 `ranges` (absolute `path`, `offset`, `size` at most 16 MiB) from the running machine; " +
         "the data is the operation's `file_ranges` (`missing` for a file that does not exist; a directory fails " +
-        "the operation).",
+        "the operation with `error_code` `not_a_file`). svc keeps no more than the sizes asked: a machine that " +
+        "answers more fails the operation with `read_limit_exceeded`; one that has not answered after 60 s fails " +
+        "it with `file_operation_timeout`. Either way the machine's next operation then runs.",
       policy: policy("U", "header", Roles.machineChangers)
     }).setPayload(ReadFileRequest)
   )

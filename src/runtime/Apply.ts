@@ -10,9 +10,10 @@ import { conflictOf, type MachineConflict, makesMachine } from "../kernel/domain
 import { type ExposedPort, findPort, parsePorts, portsJson, withoutPort, withPort } from "../kernel/domain/Ports.js"
 import { fillSourceOf, type SnapshotWork } from "../snapshots/store/SnapshotWork.js"
 import { OutputCollector } from "./ExecOutput.js"
+import { readRanges, writeFile } from "./FileTransfers.js"
 import type { MachinePatch, MachineRow } from "./MachinesRepo.js"
 import type { OperationRow } from "./OperationsRepo.js"
-import type { ExecResult, FileRange, Outcome } from "./Outcome.js"
+import type { ExecResult, Outcome } from "./Outcome.js"
 import type { DecodedRequest } from "./Requests.js"
 
 /** What an exec-like step reports while it runs. */
@@ -35,6 +36,8 @@ export interface ExecHooks {
 export interface Workers {
   readonly driver: MachineDriverShape
   readonly snapshots: Context.Tag.Service<typeof SnapshotWork>
+  /** How long a file read or write may take (src/runtime/FileTransfers.ts). */
+  readonly fileOperationSeconds: number
 }
 
 export const specOf = (machine: MachineRow, env: Readonly<Record<string, string>>): MachineSpec => ({
@@ -113,7 +116,7 @@ export const apply = (
   decoded: DecodedRequest,
   machine: MachineRow,
   hooks: ExecHooks,
-  { driver, snapshots }: Workers
+  { driver, fileOperationSeconds, snapshots }: Workers
 ): Effect.Effect<Outcome> =>
   Effect.gen(function*() {
     const spec = specOf(machine, hooks.env)
@@ -229,16 +232,20 @@ export const apply = (
       }
       case "write_file": {
         const { request } = decoded
-        const redirect = request.append ? ">>" : ">"
-        const chmod = typeof request.mode === "string" ? ` && chmod ${request.mode} "$1"` : ""
-        const result = yield* runOnce(driver, machine, operation, {
-          argv: ["/bin/sh", "-c", `mkdir -p "$(dirname "$1")" && cat ${redirect} "$1"${chmod}`, "write", request.path],
-          stdin: Buffer.from(request.data_base64, "base64"),
-          timeoutSeconds: 300
-        }, hooks)
-        return result.exit_code === 0
-          ? outcome({ status: "succeeded", unchanged: false, machine: { last_activity_at: now } })
-          : failed("write_failed")
+        const written = yield* writeFile(
+          driver,
+          machine.id,
+          operation.id,
+          {
+            path: request.path,
+            data: Buffer.from(request.data_base64, "base64"),
+            mode: request.mode,
+            append: request.append
+          },
+          fileOperationSeconds,
+          hooks.cancelled
+        )
+        return written.status === "succeeded" ? { ...written, machine: { last_activity_at: now } } : written
       }
       case "install_ssh_key": {
         const { request } = decoded
@@ -299,21 +306,14 @@ printf '%s\\n' "$1" >> "$f" && chmod 600 "$f"`,
         return yield* snapshots.push(operation, machine, hooks.onProgress)
       }
       case "read_file": {
-        const requested = decoded.request.ranges
-        const output = new RangeBuffer()
-        yield* driver.exec(machine.id, {
-          argv: [
-            "/bin/sh",
-            "-c",
-            readRangesScript,
-            "read",
-            ...requested.flatMap((r) => [r.path, String(r.offset), String(r.size)])
-          ]
-        }, (stream, chunk) => Effect.sync(() => stream === "stdout" ? output.push(chunk) : undefined))
-        const ranges = parseRanges(output.bytes(), requested)
-        if (ranges === undefined) return failed("guest_action_failed")
-        if (ranges === "not_a_file") return failed("not_a_file")
-        return outcome({ status: "succeeded", unchanged: true, machine: { last_activity_at: now }, fileRanges: ranges })
+        const read = yield* readRanges(
+          driver,
+          machine.id,
+          decoded.request.ranges,
+          fileOperationSeconds,
+          hooks.cancelled
+        )
+        return read.status === "succeeded" ? { ...read, machine: { last_activity_at: now } } : read
       }
     }
   }).pipe(
@@ -350,61 +350,3 @@ export const stoppedOnItsOwn = (now: number): MachinePatch => ({
   stopped_at: now,
   last_stop_reason: null
 })
-
-/** File reads are not capped at 1 MiB like exec output: they keep the whole range asked for. */
-class RangeBuffer {
-  private readonly parts: Array<Buffer> = []
-  push(chunk: Uint8Array) {
-    this.parts.push(Buffer.from(chunk))
-  }
-  bytes() {
-    return Buffer.concat(this.parts)
-  }
-}
-
-/**
- * Every range of a `read_file` in one exec (one process chain into the machine, not one per range):
- * for each `path offset size` triple it prints `M` for a missing file, `N` for something that is
- * there but is not a file (a directory), or `D <n>` and then the n bytes.
- */
-const readRangesScript = `t=$(mktemp) || exit 1
-while [ $# -ge 3 ]; do
-  if [ -f "$1" ]; then
-    tail -c +$(($2 + 1)) "$1" | head -c "$3" > "$t"; printf 'D %s\\n' "$(wc -c < "$t")"; cat "$t"
-  elif [ -e "$1" ]; then
-    printf 'N\\n'
-  else
-    printf 'M\\n'
-  fi
-  shift 3
-done
-rm -f "$t"`
-
-/**
- * The ranges `readRangesScript` printed, in request order; `not_a_file` when a path is a directory
- * or another non-file; undefined when its output is not whole.
- */
-const parseRanges = (
-  out: Buffer,
-  requested: ReadonlyArray<{ path: string; offset: number; size: number }>
-): Array<FileRange> | "not_a_file" | undefined => {
-  const ranges: Array<FileRange> = []
-  let at = 0
-  for (const range of requested) {
-    const end = out.indexOf(10, at)
-    if (end === -1) return undefined
-    const header = out.subarray(at, end).toString()
-    at = end + 1
-    if (header === "N") return "not_a_file"
-    if (header === "M") {
-      ranges.push({ path: range.path, offset: range.offset, size: 0, data_base64: "", missing: true })
-      continue
-    }
-    const size = Number.parseInt(header.slice(2).trim(), 10)
-    if (!header.startsWith("D ") || !Number.isInteger(size) || at + size > out.length) return undefined
-    const data = out.subarray(at, at + size)
-    at += size
-    ranges.push({ path: range.path, offset: range.offset, size, data_base64: data.toString("base64"), missing: false })
-  }
-  return ranges
-}

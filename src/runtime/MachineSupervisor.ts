@@ -6,6 +6,7 @@
  */
 import { Cause, Clock, Context, Deferred, Effect, Either, Fiber, Layer, Option } from "effect"
 import { MachineDriver } from "../drivers/MachineDriver.js"
+import { AppConfig } from "../kernel/config/AppConfig.js"
 import { type MachineState, OperationStatus } from "../kernel/domain/MachineStates.js"
 import { Entitlements } from "../kernel/Entitlements.js"
 import { type DomainEvent, DomainEvents } from "../kernel/events/DomainEvents.js"
@@ -15,6 +16,7 @@ import { fillSourceOf, SnapshotWork } from "../snapshots/store/SnapshotWork.js"
 import { apply, specOf, stoppedOnItsOwn } from "./Apply.js"
 import { retryDelay } from "./Backoff.js"
 import { OutputCollector } from "./ExecOutput.js"
+import { defaultFileOperationSeconds } from "./FileTransfers.js"
 import { HostCapacity } from "./HostCapacity.js"
 import { MachineEnvironments } from "./MachineEnvironments.js"
 import { MachinesRepo } from "./MachinesRepo.js"
@@ -110,7 +112,12 @@ const make = Effect.gen(function*() {
   const actors = new Map<string, Actor>()
   const cancels = new Map<string, Running>()
   const scope = yield* Effect.scope
-  const workers = { driver, snapshots: snapshotWork }
+  const { fileOperationSeconds } = yield* AppConfig
+  const workers = {
+    driver,
+    snapshots: snapshotWork,
+    fileOperationSeconds: fileOperationSeconds ?? defaultFileOperationSeconds
+  }
 
   /**
    * Runs `job` in the group commit (one fsync shared with every other accept and actor write ready

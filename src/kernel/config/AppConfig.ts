@@ -91,6 +91,11 @@ export interface AppConfigShape {
   readonly portsUrl?: string | undefined
   /** `SVC_TRUSTED_PROXIES`: the CIDRs whose X-Forwarded-For and -Proto svc believes; absent: none. */
   readonly trustedProxies?: ReadonlyArray<string> | undefined
+  /**
+   * How long a file read or write may take (src/runtime/FileTransfers.ts). No variable sets it:
+   * tests shorten it. Absent: `defaultFileOperationSeconds` (60).
+   */
+  readonly fileOperationSeconds?: number | undefined
 }
 
 export interface AbuseGuardSettings {
