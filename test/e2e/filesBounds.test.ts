@@ -46,61 +46,69 @@ const nextRuns = (api: Parameters<typeof sh>[0], id: string) =>
 const hostProgram = (path: string) => NodeFs.readFileSync(path).subarray(0, 4).toString("latin1")
 
 describe("file reads and writes are bounded", () => {
-  it.scopedLive("a fake head or cat that answers more than asked fails read_limit_exceeded; svc keeps none of it", () =>
-    Effect.gen(function*() {
-      const { api, id } = yield* setup()
-      yield* sh(api, id, "printf 'abc' > /root/small")
-      // head answers 8 MiB for a 1-byte range: the range is announced longer than asked.
-      yield* bind(api, id, "head", "exec dd if=/dev/zero bs=1048576 count=8 2>/dev/null")
-      const byHead = yield* change(api, "POST", `/v1/machines/${id}/files/read`, {
-        ranges: [{ path: "/root/small", offset: 0, size: 1 }]
-      })
-      assert.strictEqual(byHead.status, "failed")
-      assert.strictEqual(byHead.error_code, "read_limit_exceeded")
-      assert.isNull(byHead.file_ranges ?? null)
-      yield* nextRuns(api, id)
+  it.scopedLive(
+    "a fake head or cat that answers more than asked fails read_limit_exceeded; svc keeps none of it",
+    () =>
+      Effect.gen(function*() {
+        const { api, id } = yield* setup()
+        yield* sh(api, id, "printf 'abc' > /root/small")
+        // head answers 8 MiB for a 1-byte range: the range is announced longer than asked.
+        yield* bind(api, id, "head", "exec dd if=/dev/zero bs=1048576 count=8 2>/dev/null")
+        const byHead = yield* change(api, "POST", `/v1/machines/${id}/files/read`, {
+          ranges: [{ path: "/root/small", offset: 0, size: 1 }]
+        })
+        assert.strictEqual(byHead.status, "failed")
+        assert.strictEqual(byHead.error_code, "read_limit_exceeded")
+        assert.isNull(byHead.file_ranges ?? null)
+        yield* nextRuns(api, id)
 
-      // cat answers without end after the announced byte: svc stops at the first byte past it.
-      yield* sh(api, id, "umount /usr/bin/head")
-      yield* bind(api, id, "cat", "exec yes")
-      const byCat = yield* change(api, "POST", `/v1/machines/${id}/files/read`, {
-        ranges: [{ path: "/root/small", offset: 0, size: 1 }]
-      })
-      assert.strictEqual(byCat.status, "failed")
-      assert.strictEqual(byCat.error_code, "read_limit_exceeded")
-      yield* nextRuns(api, id)
-      // The binds were the machine's own: the host's programs are untouched.
-      assert.strictEqual(hostProgram("/usr/bin/head"), "\x7fELF")
-      assert.strictEqual(hostProgram("/usr/bin/cat"), "\x7fELF")
-    }), 120_000)
+        // cat answers without end after the announced byte: svc stops at the first byte past it.
+        yield* sh(api, id, "umount /usr/bin/head")
+        yield* bind(api, id, "cat", "exec yes")
+        const byCat = yield* change(api, "POST", `/v1/machines/${id}/files/read`, {
+          ranges: [{ path: "/root/small", offset: 0, size: 1 }]
+        })
+        assert.strictEqual(byCat.status, "failed")
+        assert.strictEqual(byCat.error_code, "read_limit_exceeded")
+        yield* nextRuns(api, id)
+        // The binds were the machine's own: the host's programs are untouched.
+        assert.strictEqual(hostProgram("/usr/bin/head"), "\x7fELF")
+        assert.strictEqual(hostProgram("/usr/bin/cat"), "\x7fELF")
+      }),
+    120_000
+  )
 
-  it.scopedLive("a read or a write that never ends fails file_operation_timeout and frees the mailbox", () =>
-    Effect.gen(function*() {
-      const { api, id } = yield* setup({ fileOperationSeconds: 3 })
-      yield* sh(api, id, "printf 'abc' > /root/small")
-      yield* bind(api, id, "head", "exec sleep 3600")
-      const read = yield* api("POST", `/v1/machines/${id}/files/read`, {
-        json: { ranges: [{ path: "/root/small", offset: 0, size: 1 }] }
-      })
-      // Accepted behind the read: it runs once the read has timed out.
-      const behind = yield* api("POST", `/v1/machines/${id}/exec`, { json: { shell: "echo behind" } })
-      const timedOut = yield* settled(api, read.body.operation_id, 60_000)
-      assert.strictEqual(timedOut.status, "failed")
-      assert.strictEqual(timedOut.error_code, "file_operation_timeout")
-      const ran = yield* settled(api, behind.body.operation_id, 60_000)
-      assert.strictEqual(decode(ran.exec_result.stdout_base64), "behind\n")
+  it.scopedLive(
+    "a read or a write that never ends fails file_operation_timeout and frees the mailbox",
+    () =>
+      Effect.gen(function*() {
+        const { api, id } = yield* setup({ fileOperationSeconds: 3 })
+        yield* sh(api, id, "printf 'abc' > /root/small")
+        yield* bind(api, id, "head", "exec sleep 3600")
+        const read = yield* api("POST", `/v1/machines/${id}/files/read`, {
+          json: { ranges: [{ path: "/root/small", offset: 0, size: 1 }] }
+        })
+        // Accepted behind the read: it runs once the read has timed out.
+        const behind = yield* api("POST", `/v1/machines/${id}/exec`, { json: { shell: "echo behind" } })
+        const timedOut = yield* settled(api, read.body.operation_id, 60_000)
+        assert.strictEqual(timedOut.status, "failed")
+        assert.strictEqual(timedOut.error_code, "file_operation_timeout")
+        const ran = yield* settled(api, behind.body.operation_id, 60_000)
+        assert.strictEqual(decode(ran.exec_result.stdout_base64), "behind\n")
 
-      // A write whose cat never ends: whether part of the file was written cannot be known.
-      yield* bind(api, id, "cat", "exec sleep 3600")
-      const write = yield* api("POST", `/v1/machines/${id}/files/write`, {
-        json: { path: "/root/out", data_base64: Buffer.from("hello").toString("base64") }
-      })
-      const stuck = yield* settled(api, write.body.operation_id, 60_000)
-      assert.strictEqual(stuck.status, "correlation_miss")
-      assert.strictEqual(stuck.error_code, "file_operation_timeout")
-      yield* nextRuns(api, id)
-      // The killed commands are gone: nothing sleeps in the machine any more.
-      const left = yield* sh(api, id, "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline 2>/dev/null; echo; done")
-      assert.notInclude(decode(left.exec_result.stdout_base64), "sleep 3600")
-    }), 120_000)
+        // A write whose cat never ends: whether part of the file was written cannot be known.
+        yield* bind(api, id, "cat", "exec sleep 3600")
+        const write = yield* api("POST", `/v1/machines/${id}/files/write`, {
+          json: { path: "/root/out", data_base64: Buffer.from("hello").toString("base64") }
+        })
+        const stuck = yield* settled(api, write.body.operation_id, 60_000)
+        assert.strictEqual(stuck.status, "correlation_miss")
+        assert.strictEqual(stuck.error_code, "file_operation_timeout")
+        yield* nextRuns(api, id)
+        // The killed commands are gone: nothing sleeps in the machine any more.
+        const left = yield* sh(api, id, "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline 2>/dev/null; echo; done")
+        assert.notInclude(decode(left.exec_result.stdout_base64), "sleep 3600")
+      }),
+    120_000
+  )
 })
