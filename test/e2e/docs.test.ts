@@ -27,7 +27,8 @@ const rawGet = (url: string, headers: Record<string, string>) =>
     }).on("error", (error) => resume(Effect.die(error)))
   })
 
-describe("the docs page and the document", () => {
+// The first /docs builds the page (the whole reference) on a loaded host: generous.
+describe("the docs page and the document", { timeout: 90_000 }, () => {
   it.scoped("/docs is gzipped when the client accepts it, and the same page otherwise", () =>
     Effect.gen(function*() {
       const server = yield* startServer()

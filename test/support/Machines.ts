@@ -11,8 +11,11 @@ const terminal = ["succeeded", "failed", "correlation_miss"]
 
 export const realSleep = (ms: number) => Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, ms)))
 
-/** Polls until `check` answers a value (not undefined), for at most `ms` of real time. */
-export const eventually = <A>(check: Effect.Effect<A | undefined>, ms = 20_000): Effect.Effect<A> =>
+/**
+ * Polls until `check` answers a value (not undefined), for at most `ms` of real time: generous, as
+ * machines boot and commands run slowly on CI's loaded 2-core box.
+ */
+export const eventually = <A>(check: Effect.Effect<A | undefined>, ms = 60_000): Effect.Effect<A> =>
   Effect.gen(function*() {
     const deadline = Date.now() + ms
     while (true) {
@@ -24,7 +27,7 @@ export const eventually = <A>(check: Effect.Effect<A | undefined>, ms = 20_000):
   })
 
 /** The operation once it is terminal. */
-export const settled = (api: Api, operationId: string, ms = 20_000) =>
+export const settled = (api: Api, operationId: string, ms = 60_000) =>
   eventually(
     Effect.map(api("GET", `/v1/operations/${operationId}`), (reply) =>
       terminal.includes(reply.body?.status) ? reply.body : undefined),
