@@ -1,8 +1,8 @@
 /**
  * CPU, memory and process limits by size, and exact CPU time, through cgroups where the host lets
  * svc create them (cgroup v1 `cpu`, `cpuacct`, `memory` and `pids` controllers, or cgroup v2). A
- * host that refuses (no permission, read-only /sys/fs/cgroup) leaves machines unlimited, says so
- * once in the log, and CPU time falls back to /proc sampling (see SandboxDriver).
+ * host that refuses (no permission, read-only /sys/fs/cgroup) runs no machine (IsolationCheck.ts);
+ * `none` (a test's `cgroups: false`) runs them unlimited, CPU time sampled from /proc (SandboxDriver).
  *
  * A machine's groups are `<svc's own group>/svc/<id>` in each hierarchy. Their folders are
  * recorded in the machine's run record: a later svc process (after a restart, possibly in another

@@ -66,6 +66,7 @@ import { connectLocal, connectThroughNamespace, servedBy, sharesHostNetwork } fr
 import { bwrapArgs, hostnameOf, machineHome, machinePath, toolsMount } from "./Bwrap.js"
 import * as Cgroups from "./Cgroups.js"
 import { isolationOf, seccompHex } from "./Isolation.js"
+import { missingIsolation } from "./IsolationCheck.js"
 import * as Network from "./Network.js"
 import { hostSpawner, inProcess, type Spawner } from "./Spawner.js"
 import * as UidRanges from "./UidRanges.js"
@@ -514,9 +515,11 @@ export const make = (
         })
         const groups = cgroups.enforced ? cgroups.prepare(spec.id, sizes[spec.size]) : []
         if (groups === undefined) {
-          warnOnce(`cgroups: cannot create the groups of machine ${spec.id}; it runs without CPU and memory limits`)
+          // Its size could not be enforced: it does not run (a retry of the operation tries again).
+          warnOnce(`cgroups: cannot create the groups of machine ${spec.id}`)
+          return yield* new DriverError({ message: `cannot create the cgroups of machine ${spec.id}` })
         }
-        const record = yield* boot(spec, groups ?? [])
+        const record = yield* boot(spec, groups)
         return { bootId: record.bootId }
       }),
     stop,
@@ -663,9 +666,13 @@ export const layer = (options: {
       const found = yield* checkTools
       const tools = options.launcher === false ? { ...found, perl: undefined } : found
       const cgroups = options.cgroups === false ? Cgroups.none : Cgroups.detect()
-      if (!cgroups.enforced && options.cgroups !== false) {
-        yield* Effect.logWarning("cgroups not writable here: machine CPU and memory sizes are recorded, not enforced")
-      }
+      // A host that cannot isolate machines or enforce their sizes runs none (IsolationCheck.ts).
+      const missing = missingIsolation({
+        perl: found.perl,
+        dataDir: options.dataDir,
+        cgroups: options.cgroups === false ? undefined : cgroups
+      })
+      if (missing !== undefined) return yield* new DriverError({ message: missing })
       const runtime = yield* Effect.runtime<never>()
       let warned = false
       const warnOnce = (message: string) => {
@@ -684,7 +691,7 @@ export const layer = (options: {
         spawner,
         network: options.network,
         sizes: options.sizes,
-        isolated: found.perl !== undefined
+        isolated: true
       }, warnOnce)
       // Adopted machines keep their network; a path that died while svc was away is rebuilt.
       // Interruptible whatever builds the layer (a finalizer does, in destroyMachines): the layer's

@@ -10,12 +10,15 @@ import * as NodePath from "node:path"
 
 export const rangeSize = 65_536
 const firstBase = 2 ** 31
-/** uid 2^32 - 1 is "no id": the last whole range below it. */
+/** uid 2^32 - 1 is "no id": the last whole range below it, kept for the start-up probe. */
 const lastRange = Math.floor((2 ** 32 - 1 - firstBase) / rangeSize) - 1
 
 const folder = (dataDir: string) => NodePath.join(dataDir, "uid-ranges")
 
 export const baseOf = (range: number) => firstBase + range * rangeSize
+
+/** The range IsolationCheck's probe maps (a user namespace that runs nothing and lives a moment). */
+export const probeBase = baseOf(lastRange)
 
 const read = (file: string) => {
   try {
@@ -48,7 +51,7 @@ export const uidBaseOf = (dataDir: string, id: string): number => {
   const { found, taken } = findRange(dataDir, id)
   if (found !== undefined) return baseOf(found)
   NodeFs.mkdirSync(folder(dataDir), { recursive: true, mode: 0o700 })
-  for (let range = 0; range <= lastRange; range++) {
+  for (let range = 0; range < lastRange; range++) {
     if (taken.has(range)) continue
     const file = NodePath.join(folder(dataDir), String(range))
     let fd: number

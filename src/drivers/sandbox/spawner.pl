@@ -428,6 +428,21 @@ sub readNet {
   settle($boot);
 }
 
+# `perl -e <this> probe <base> <folder>` (IsolationCheck.ts): whether this host lets svc isolate a
+# machine (a user namespace with a range mapped, a mount namespace, an idmapped mount of a folder
+# on the data dir's file system), as one line, "ok" or why not; nothing of it outlives the probe.
+if (@ARGV == 3 && $ARGV[0] eq 'probe') {
+  my (undef, $base, $folder) = @ARGV;
+  my $why = $calls{$arch // ''} ? undef : "unknown architecture $arch";
+  my $ns;
+  ($ns, $why) = newUserns($base) unless defined $why;
+  $why //= "mount namespace: $!" unless syscall($unshareCall{$arch}, 0x20000) == 0;
+  $why //= "private /: $!" unless call('mount', 0, '/', 0, $rec | $private, 0) == 0;
+  $why //= attachCopy($folder, $folder, 0x100000, $ns);
+  print defined $why ? "$why\n" : "ok\n";
+  exit(defined $why ? 1 : 0);
+}
+
 nonblocking(\*STDIN);
 nonblocking(\*STDOUT);
 binmode STDIN;
