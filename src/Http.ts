@@ -130,7 +130,8 @@ export const RoutesLive = Layer.unwrapEffect(
         edge(config.maxBodyBytes, durability, {
           routeOf: routeIndex(Api),
           logLevel: config.logLevel,
-          accessLog: accessLog.write
+          accessLog: accessLog.write,
+          trustedProxies: config.trustedProxies
         })
       ).pipe(
         // Requests run in the serve layer's context: what the server and router need, not the app's services.

@@ -17,6 +17,7 @@ import { AppConfig } from "../config/AppConfig.js"
 import { acceptSeconds } from "../metrics/Metrics.js"
 import type { DurabilityShape } from "../sql/Durability.js"
 import { bodyReaders, discardInsteadOfReset, drained, drainUpTo } from "./BodyReaders.js"
+import { behindProxies } from "./ClientAddress.js"
 import { bodyTooLarge, fromCause } from "./Problems.js"
 
 export const CORRELATION_HEADER = "x-correlation-id"
@@ -125,6 +126,8 @@ export interface EdgeOptions {
   readonly logLevel?: string
   /** Writes each access line itself (AccessLog); without it, the line is logged through Effect. */
   readonly accessLog?: ((line: AccessLine) => void) | undefined
+  /** `SVC_TRUSTED_PROXIES`: whose X-Forwarded-For and -Proto name the client (ClientAddress.ts). */
+  readonly trustedProxies?: ReadonlyArray<string> | undefined
 }
 
 const logLevels: Record<string, LogLevel.LogLevel> = {
@@ -196,6 +199,7 @@ export const edge =
     const level = options.logLevel === undefined ? undefined : logLevels[options.logLevel]
     const quiet = level !== undefined && LogLevel.greaterThan(level, LogLevel.Info)
     const guardBodyReaders = bodyReaders(maxBodyBytes)
+    const forwarded = behindProxies(options.trustedProxies)
     return Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
       const incoming = request.headers[CORRELATION_HEADER]
       const correlationId = incoming !== undefined && wellFormed.test(incoming) ? incoming : crypto.randomUUID()
@@ -214,7 +218,8 @@ export const edge =
             request.headers["content-type"]?.toLowerCase().includes("multipart/form-data") === true
           )
         }
-        return Effect.zipLeft(app, durability.syncOwn)
+        const served = forwarded === undefined ? app : forwarded(request, app)
+        return Effect.zipLeft(served, durability.syncOwn)
       })
       // Quiet (a level above info): no access line, so no route to name.
       const path = quiet ? undefined : request.url.split("?", 1)[0]!
