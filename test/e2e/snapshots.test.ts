@@ -5,6 +5,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, TestClock } from "effect"
+import * as NodeChild from "node:child_process"
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
 import { pushed, snapshotSettled, storeBytes } from "../snapshots/support.js"
@@ -206,7 +207,10 @@ describe("snapshots", () => {
       // A push that cannot read the disk fails (error_code snapshot_failed); latest skips it; it can be deleted.
       const broken = (yield* api("POST", "/v1/machines", { json: { name: "no-disk", start: false } })).body
       assert.strictEqual((yield* settled(api, broken.operation_id)).status, "succeeded")
-      NodeFs.rmSync(NodePath.join(server.config.dataDir, "machines", broken.machine_id, "disk"), { recursive: true })
+      const brokenDisk = NodePath.join(server.config.dataDir, "machines", broken.machine_id, "disk")
+      // The sandbox's disk is a mounted image (docs/drivers.md "Disk"): unmounted so that its folder can go.
+      NodeChild.spawnSync("umount", [brokenDisk])
+      NodeFs.rmSync(brokenDisk, { recursive: true })
       const doomed = yield* api("POST", `/v1/machines/${broken.machine_id}/snapshots`, { json: {} })
       const failedOperation = yield* settled(api, doomed.body.operation_id)
       assert.deepStrictEqual([failedOperation.status, failedOperation.error_code], ["failed", "snapshot_failed"])

@@ -52,7 +52,8 @@ const created = (api: ReturnType<typeof client>, path: string, json: Record<stri
     return { operation, machine: (yield* api("GET", `/v1/machines/${accepted.body.machine_id}`)).body }
   })
 
-// Sandboxes, copies of their disks and 20,000-file folders: slow on a loaded host.
+// Sandboxes, copies of their disks (images made and mounted at create: docs/drivers.md "Disk") and
+// 20,000-file folders: slow on a loaded host.
 describe("templates, restore and fork", { timeout: 120_000 }, () => {
   it.scopedLive("templates: save, names, limits, get by name or id, machines made from them, delete frees the name", () =>
     Effect.gen(function*() {

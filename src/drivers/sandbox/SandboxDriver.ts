@@ -65,6 +65,7 @@ import {
 import { connectLocal, connectThroughNamespace, servedBy, sharesHostNetwork } from "../PortConnections.js"
 import { bwrapArgs, hostnameOf, machineHome, machinePath, toolsMount } from "./Bwrap.js"
 import * as Cgroups from "./Cgroups.js"
+import * as Disk from "./Disk.js"
 import { isolationOf, seccompHex } from "./Isolation.js"
 import { missingIsolation } from "./IsolationCheck.js"
 import * as Network from "./Network.js"
@@ -490,7 +491,16 @@ export const make = (
     name: "sandbox",
     isolates: true,
     toolsPath: options.agentsDir === undefined ? undefined : toolsMount,
-    create: (spec) => withKnownImage(spec, attempt("create", () => ensureDisk(paths(spec.id)))),
+    create: (spec) =>
+      withKnownImage(
+        spec,
+        Effect.suspend(() =>
+          // A machine from before disk images keeps its folder while it runs; its next start moves it.
+          !Disk.hasImage(paths(spec.id)) && running(spec.id) !== undefined
+            ? attempt("create", () => ensureDisk(paths(spec.id)))
+            : Disk.ensure(options.dataDir, paths(spec.id), sizes[spec.size].disk_mib)
+        )
+      ),
     start: (spec) =>
       Effect.gen(function*() {
         const current = yield* attempt("start", () => running(spec.id))
@@ -501,11 +511,11 @@ export const make = (
         }
         yield* withKnownImage(spec, Effect.void)
         const machine = paths(spec.id)
-        if (!NodeFs.existsSync(machine.disk)) {
+        if (!NodeFs.existsSync(machine.disk) && !Disk.hasImage(machine)) {
           return yield* new DriverError({ message: `machine ${spec.id} has no disk` })
         }
+        yield* Disk.ensure(options.dataDir, machine, sizes[spec.size].disk_mib)
         yield* attempt("start", () => {
-          ensureDisk(machine)
           // A record left by a boot that ended without a stop (a crash, a host reboot).
           const stale = readJson<RunRecord>(machine.run)
           if (stale?.groups !== undefined) Cgroups.remove(stale.groups)
@@ -523,9 +533,10 @@ export const make = (
         return { bootId: record.bootId }
       }),
     stop,
+    // The disk is unmounted (its loop device freed) before its folder goes.
     destroy: (id) =>
       Effect.tap(
-        destroyWith(options.dataDir, stop)(id),
+        destroyWith(options.dataDir, (id, how) => Effect.zipRight(stop(id, how), Disk.unmount(paths(id))))(id),
         () => attempt("destroy", () => UidRanges.release(options.dataDir, id))
       ),
     observe: observeWith(options.dataDir, running),
@@ -665,6 +676,10 @@ export const layer = (options: {
     Effect.gen(function*() {
       const found = yield* checkTools
       const tools = options.launcher === false ? { ...found, perl: undefined } : found
+      yield* attempt("sandbox driver", () => {
+        const why = Disk.unusable()
+        if (why !== undefined) throw new Error(why)
+      })
       const cgroups = options.cgroups === false ? Cgroups.none : Cgroups.detect()
       // A host that cannot isolate machines or enforce their sizes runs none (IsolationCheck.ts).
       const missing = missingIsolation({
@@ -693,6 +708,8 @@ export const layer = (options: {
         sizes: options.sizes,
         isolated: true
       }, warnOnce)
+      // Disks stay mounted while svc is away; after a host reboot they are mounted again here.
+      yield* Disk.mountAll(options.dataDir)
       // Adopted machines keep their network; a path that died while svc was away is rebuilt.
       // Interruptible whatever builds the layer (a finalizer does, in destroyMachines): the layer's
       // end interrupts them, and an uninterruptible repeat would keep it from ending.
