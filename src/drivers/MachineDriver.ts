@@ -161,6 +161,12 @@ export interface MachineDriverShape {
   readonly freeze: (id: string) => Effect.Effect<void, DriverError>
   readonly thaw: (id: string) => Effect.Effect<void, DriverError>
   /**
+   * Copies machine `sourceId`'s whole disk (a running one paused meanwhile) to be the disk of
+   * `targetId`, before its `create`, without reading the machine's tree (a fork); answers the bytes
+   * copied, or undefined when this disk cannot be copied so (the caller copies `diskPath`'s tree).
+   */
+  readonly copyDisk?: (sourceId: string, targetId: string) => Effect.Effect<number | undefined, DriverError>
+  /**
    * Where the agents' tools folder (`svc agents install`) is readable inside the machines, read-only;
    * undefined when this driver offers none.
    */

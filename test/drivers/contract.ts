@@ -14,6 +14,7 @@ import {
   type MachineSpec,
   type OutputStream
 } from "../../src/drivers/MachineDriver.js"
+import { unmountUnder } from "../../src/drivers/sandbox/Disk.js"
 
 export type MakeDriverLayer = (dataDir: string) => Layer.Layer<MachineDriver, unknown>
 
@@ -93,6 +94,7 @@ export const tempDataDir = (name: string, makeLayer: MakeDriverLayer) => {
         }).pipe(Effect.provide(quiet(makeLayer(state.dataDir))), Effect.orDie)
       )
     }
+    unmountUnder(state.dataDir)
     NodeFs.rmSync(state.dataDir, { recursive: true, force: true })
   })
   return state

@@ -124,3 +124,76 @@ describe("sandbox disks", () => {
       yield* driver.destroy(spec.id)
     }))
 })
+
+/** renameat2's number (RENAME_EXCHANGE swaps two names in one step). */
+const renameat2 = process.arch === "arm64" ? 276 : 316
+
+describe("sandbox fork of a running machine", () => {
+  const dir = tempDataDir("fork", makeLayer)
+  const test = (title: string, body: () => Effect.Effect<void, unknown, MachineDriver>) =>
+    it.live(title, () => Effect.provide(body(), makeLayer(dir.dataDir)), 180_000)
+
+  test("a process in a nested pid namespace swapping a file for a link to a host file gets no host file into the fork; it is frozen meanwhile", () =>
+    withMachine(specOf(freshId("src")), (driver, source) =>
+      Effect.gen(function*() {
+        const secret = NodePath.join(dir.dataDir, "host-secret.txt")
+        NodeFs.writeFileSync(secret, "HOST-SECRET-4821\n")
+        const marker = `svc-swap-${source.id}`
+        const started = yield* run(
+          driver,
+          source.id,
+          sh(
+            `mkdir -p /root/swap && cd /root/swap && echo mine > a && ln -sfn ${secret} b && ` +
+              `nohup unshare --pid --fork perl -e 'my ($a, $b) = ("a", "b"); while (1) { syscall(${renameat2}, -100, $a, -100, $b, 2) }' ${marker} ` +
+              `>/dev/null 2>&1 &`
+          )
+        )
+        assert.strictEqual(started.exitCode, 0, started.stderr)
+        // The swapping process, found from the host by its marker: in a pid namespace of its own.
+        const swapper = () =>
+          NodeFs.readdirSync("/proc").filter((name) => /^\d+$/.test(name)).find((pid) => {
+            try {
+              const argv = NodeFs.readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0")
+              return argv[0] === "perl" && argv.includes(marker)
+            } catch {
+              return false
+            }
+          })
+        let pid: string | undefined
+        for (let tries = 0; tries < 200 && (pid = swapper()) === undefined; tries++) yield* Effect.sleep("25 millis")
+        assert.isDefined(pid, "the swapper runs")
+        const pid1 = JSON.parse(NodeFs.readFileSync(machinePaths(dir.dataDir, source.id).run, "utf8")).pid
+        assert.notStrictEqual(
+          NodeFs.readlinkSync(`/proc/${pid}/ns/pid`),
+          NodeFs.readlinkSync(`/proc/${pid1}/ns/pid`),
+          "a nested pid namespace"
+        )
+        // Frozen, whatever its pid namespace: it is in the machine's frozen group.
+        yield* driver.freeze(source.id)
+        const groups = NodeFs.readFileSync(`/proc/${pid}/cgroup`, "utf8")
+        const freezerLine = groups.split("\n").find((line) => line.split(":")[1] === "freezer")
+        if (freezerLine !== undefined) {
+          const group = NodePath.join("/sys/fs/cgroup/freezer", freezerLine.split(":")[2]!)
+          assert.strictEqual(NodeFs.readFileSync(NodePath.join(group, "freezer.state"), "utf8").trim(), "FROZEN")
+        }
+        yield* driver.thaw(source.id)
+
+        for (let round = 0; round < 3; round++) {
+          const fork = specOf(freshId("fork"))
+          const copied = yield* driver.copyDisk!(source.id, fork.id)
+          assert.isDefined(copied)
+          yield* driver.create(fork)
+          const forkDisk = machinePaths(dir.dataDir, fork.id).disk
+          // Judged on the host: no file of the fork holds the host file's bytes; a and b are a file and a link.
+          const found = NodeChild.spawnSync("grep", ["-r", "-l", "HOST-SECRET", forkDisk], { encoding: "utf8" })
+          assert.strictEqual(found.stdout, "", `host bytes in the fork: ${found.stdout}`)
+          const kinds = ["a", "b"].map((name) =>
+            NodeFs.lstatSync(NodePath.join(forkDisk, "root", "swap", name)).isSymbolicLink()
+          ).sort()
+          assert.deepStrictEqual(kinds, [false, true])
+          yield* driver.destroy(fork.id)
+        }
+        // The source runs on after its forks.
+        assert.strictEqual((yield* run(driver, source.id, ["true"])).exitCode, 0)
+      })))
+})

@@ -12,6 +12,7 @@ import * as NodePath from "node:path"
 import { ServicesLive, servicesWith } from "../../src/App.js"
 import * as Drivers from "../../src/drivers/Drivers.js"
 import { MachineDriver, type MachineDriverShape } from "../../src/drivers/MachineDriver.js"
+import { unmountUnder } from "../../src/drivers/sandbox/Disk.js"
 import { nodeServerOn, RoutesLive } from "../../src/Http.js"
 import { Accounts } from "../../src/identity/Accounts.js"
 import { AccessRevocations } from "../../src/kernel/AccessRevocations.js"
@@ -34,6 +35,8 @@ import { client } from "./Http.js"
  * that it also works under the TestClock.
  */
 const removeAll = (dir: string) => {
+  // A sandbox disk that a create still under way mounted after the machines were destroyed.
+  unmountUnder(dir)
   for (let attempt = 1;; attempt++) {
     try {
       return NodeFs.rmSync(dir, { recursive: true, force: true })

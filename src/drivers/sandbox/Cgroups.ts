@@ -119,7 +119,10 @@ export const cpuSeconds = (groups: Groups): number | undefined => {
 export const remove = (groups: Groups) => groups.map(removeGroup).every(Boolean)
 
 const v1 = (): Cgroups => {
-  const groupsOf = (id: string) => ["cpu", "cpuacct", "memory", "pids"].map((controller) => groupDir(controller, id))
+  // The freezer pauses a machine whole for a fork (Freezer.ts), where the host mounts it.
+  const freezer = NodeFs.existsSync(NodePath.join(root, "freezer")) ? ["freezer"] : []
+  const groupsOf = (id: string) =>
+    ["cpu", "cpuacct", "memory", "pids", ...freezer].map((controller) => groupDir(controller, id))
   return {
     enforced: true,
     groupsOf,

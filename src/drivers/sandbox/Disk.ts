@@ -93,12 +93,25 @@ export const ensureTemplate = (dataDir: string, mib: number) => {
  * files of a plain disk folder copied in) loop-mounted at the disk folder, the disk folders made.
  */
 export const ensure = (dataDir: string, paths: MachinePaths, mib: number) =>
-  Effect.gen(function*() {
-    // Mounted already (every start but the first): the folders are made here, without a shell.
-    if (isMounted(paths)) return yield* attempt("disk", () => ensureDisk(paths))
-    const template = yield* ensureTemplate(dataDir, mib)
-    yield* run("disk", ["ensure", template, imageOf(paths), paths.disk, ...diskFolders])
-  })
+  machineLock(paths.machine).withPermits(1)(
+    Effect.gen(function*() {
+      // Mounted already (every start but the first): the folders are made here, without a shell.
+      if (isMounted(paths)) return yield* attempt("disk", () => ensureDisk(paths))
+      const template = yield* ensureTemplate(dataDir, mib)
+      yield* run("disk", ["ensure", template, imageOf(paths), paths.disk, ...diskFolders])
+    }).pipe(Effect.uninterruptible)
+  )
+
+/**
+ * One mount or unmount at a time per machine, each run to its end (not interrupted while its shell
+ * runs): a destroy never unmounts ahead of a create's mount that is still under way.
+ */
+const machineLocks = new Map<string, Effect.Semaphore>()
+const machineLock = (machine: string) => {
+  let lock = machineLocks.get(machine)
+  if (lock === undefined) machineLocks.set(machine, lock = Effect.unsafeMakeSemaphore(1))
+  return lock
+}
 
 /** Mounts the image of every machine that has one and is not mounted (svc's start after a host reboot). */
 export const mountAll = (dataDir: string) =>
@@ -109,6 +122,9 @@ export const mountAll = (dataDir: string) =>
     for (const id of ids) {
       const machine = NodePath.join(folder, id)
       const paths = { machine, disk: NodePath.join(machine, "disk"), run: "", cpu: "" }
+      yield* thawFileSystem(paths).pipe(
+        Effect.catchAll((error) => Effect.logWarning(`machine ${id}: its disk: ${error.message}`))
+      )
       if (!NodeFs.existsSync(imageOf(paths)) || isMounted(paths, points)) continue
       yield* run("disk", ["ensure", "", imageOf(paths), paths.disk, ...diskFolders]).pipe(
         Effect.catchAll((error) => Effect.logWarning(`machine ${id}: its disk: ${error.message}`))
@@ -117,10 +133,39 @@ export const mountAll = (dataDir: string) =>
   })
 
 export const unmount = (paths: MachinePaths) =>
-  Effect.suspend(() => isMounted(paths) ? run("disk unmount", ["unmount", paths.disk]) : Effect.void)
+  machineLock(paths.machine).withPermits(1)(
+    Effect.suspend(() => isMounted(paths) ? run("disk unmount", ["unmount", paths.disk]) : Effect.void)
+  )
 
-/** A sparse copy of the machine's image to `target` (made whole or not at all). */
-export const copyImage = (from: MachinePaths, target: string) => run("disk copy", ["copy", imageOf(from), target])
+/** Every settled mount under `dir` unmounted (lazily): a test's data dir can then go whole. */
+export const unmountUnder = (dir: string) => {
+  const root = realPath(dir)
+  for (const point of [...mountPoints()].filter((p) => p.startsWith(`${root}/`)).sort().reverse()) {
+    NodeChild.spawnSync("umount", ["-l", point], { stdio: "ignore" })
+  }
+}
+
+/** Present while a copy holds the machine's file system frozen (fsfreeze). */
+const frozenMarkerOf = (paths: MachinePaths) => NodePath.join(paths.machine, "disk.frozen")
+
+/**
+ * A sparse copy of the machine's image to `target` (made whole or not at all), its file system
+ * frozen meanwhile: what was written is in the image, and nothing writes until the copy is done.
+ * Answers the bytes the copy holds on the host.
+ */
+export const copyImage = (from: MachinePaths, target: string) =>
+  Effect.flatMap(
+    run("disk copy", ["copy", imageOf(from), target, from.disk, frozenMarkerOf(from)]),
+    () => attempt("disk copy", () => NodeFs.statSync(target).blocks * 512)
+  )
+
+/** Thaws the machine's file system when a copy that was killed left it frozen. */
+export const thawFileSystem = (paths: MachinePaths) =>
+  Effect.suspend(() =>
+    NodeFs.existsSync(frozenMarkerOf(paths))
+      ? run("disk thaw", ["thaw", paths.disk, frozenMarkerOf(paths)])
+      : Effect.void
+  )
 
 /** Whether the machine's disk is an image (else a plain folder: a machine from before images, still running). */
 export const hasImage = (paths: MachinePaths) => NodeFs.existsSync(imageOf(paths))

@@ -66,6 +66,7 @@ import { connectLocal, connectThroughNamespace, servedBy, sharesHostNetwork } fr
 import { bwrapArgs, hostnameOf, machineHome, machinePath, toolsMount } from "./Bwrap.js"
 import * as Cgroups from "./Cgroups.js"
 import * as Disk from "./Disk.js"
+import * as Freezer from "./Freezer.js"
 import { isolationOf, seccompHex } from "./Isolation.js"
 import { missingIsolation } from "./IsolationCheck.js"
 import * as Network from "./Network.js"
@@ -147,6 +148,7 @@ export const make = (
 ): MachineDriverShape & {
   readonly reconcileNetworks: Effect.Effect<void, DriverError>
   readonly refreshNetworks: Effect.Effect<void>
+  readonly thawFrozen: Effect.Effect<void, DriverError>
 } => {
   const { cgroups, tools } = options
   const sizes = options.sizes ?? defaultSizes
@@ -487,6 +489,34 @@ export const make = (
       yield* attempt("stop", () => NodeFs.rmSync(machine.run, { force: true }))
     })
 
+  /**
+   * Pauses the whole machine through its cgroup freezer (nested pid namespaces too: Freezer.ts);
+   * a boot without one (no cgroups here, or booted by an older svc) by SIGSTOP to every process of
+   * its pid namespace but pid 1 (bubblewrap's init, which writes nothing).
+   */
+  const freeze = (id: string) =>
+    Effect.suspend(() => {
+      const freezer = Freezer.freezerOf(running(id)?.groups)
+      return freezer === undefined ? signalFreeze(id) : Freezer.freeze(freezer)
+    })
+  const signalFreeze = freezeWith((id) => {
+    const record = running(id)
+    return record === undefined ? [] : processesOf(record).filter((pid) => pid !== record.pid)
+  })
+  /** Resumes the machine, and its file system if a copy killed meanwhile left it frozen. */
+  const thaw = (id: string) =>
+    Effect.suspend(() => {
+      const freezer = Freezer.freezerOf(running(id)?.groups)
+      return Effect.zipRight(
+        Disk.thawFileSystem(paths(id)),
+        freezer === undefined ? signalThaw(id) : Freezer.thaw(freezer)
+      )
+    })
+  const signalThaw = thawWith((id) => {
+    const record = running(id)
+    return record === undefined ? [] : processesOf(record)
+  })
+
   const shape: MachineDriverShape = {
     name: "sandbox",
     isolates: true,
@@ -587,15 +617,18 @@ export const make = (
         return Effect.succeed(connectLocal(port))
       }),
     diskPath: (id) => paths(id).disk,
-    // Everything but the sandbox's pid 1 (bubblewrap's init, which writes nothing).
-    freeze: freezeWith((id) => {
-      const record = running(id)
-      return record === undefined ? [] : processesOf(record).filter((pid) => pid !== record.pid)
-    }),
-    thaw: thawWith((id) => {
-      const record = running(id)
-      return record === undefined ? [] : processesOf(record)
-    }),
+    freeze,
+    thaw,
+    copyDisk: (sourceId, targetId) =>
+      Effect.suspend(() => {
+        const source = paths(sourceId)
+        // A machine from before disk images, still running: its tree is copied by the caller.
+        if (!Disk.hasImage(source)) return Effect.succeed(undefined)
+        const copy = Disk.copyImage(source, Disk.imageOf(paths(targetId)))
+        return running(sourceId) === undefined
+          ? copy
+          : Effect.acquireUseRelease(freeze(sourceId), () => copy, () => Effect.ignore(thaw(sourceId)))
+      }),
     cpuSeconds: (id) =>
       attempt("cpu", () => {
         const record = running(id)
@@ -605,7 +638,13 @@ export const make = (
         )
       })
   }
-  return Object.assign(shape, { reconcileNetworks, refreshNetworks })
+  const thawFrozen = Effect.gen(function*() {
+    for (const id of yield* machineIds) {
+      const freezer = Freezer.freezerOf(running(id)?.groups)
+      if (freezer !== undefined) yield* Effect.ignore(Freezer.thaw(freezer))
+    }
+  })
+  return Object.assign(shape, { reconcileNetworks, refreshNetworks, thawFrozen })
 }
 
 /** Finds bwrap and nsenter, and checks that bwrap can make namespaces here; one clear line if not. */
@@ -710,6 +749,8 @@ export const layer = (options: {
       }, warnOnce)
       // Disks stay mounted while svc is away; after a host reboot they are mounted again here.
       yield* Disk.mountAll(options.dataDir)
+      // A fork that svc's end cut short leaves its source frozen: every running machine is thawed.
+      yield* driver.thawFrozen.pipe(Effect.catchAll((error) => Effect.logWarning(`thawing machines: ${error.message}`)))
       // Adopted machines keep their network; a path that died while svc was away is rebuilt.
       // Interruptible whatever builds the layer (a finalizer does, in destroyMachines): the layer's
       // end interrupts them, and an uninterruptible repeat would keep it from ending.

@@ -13,8 +13,11 @@
 #   unmount DIR
 #       Unmounts DIR while something is mounted there (lazily when it stays busy: the loop device
 #       is freed with its last user).
-#   copy FROM TO
-#       A sparse copy of the image FROM (frozen by the caller) to TO, by a temporary name.
+#   copy FROM TO DIR MARKER
+#       A sparse copy of the image FROM, mounted at DIR, to TO (by a temporary name), with the file
+#       system frozen meanwhile (fsfreeze) and MARKER present while it is.
+#   thaw DIR MARKER
+#       Thaws the file system at DIR when MARKER says a copy left it frozen.
 set -eu
 umask 022
 
@@ -82,12 +85,37 @@ case "$1" in
     done
     ;;
   copy)
-    from=$2 to=$3
+    # The file system is frozen while its image is read (every write waits; what was written is
+    # in the image), and thawed whatever happens: MARKER says so to a later svc if this shell is
+    # killed before (Disk.ts thaws at start).
+    from=$2 to=$3 dir=$4 marker=$5
     tmp="$to.$$.tmp"
+    mkdir -p "$(dirname "$to")"
     rm -f "$tmp"
+    frozen=0
+    if mounted "$dir"; then
+      frozen=1
+      : > "$marker"
+      trap 'fsfreeze -u "$dir" 2>/dev/null; rm -f "$marker"' EXIT
+      trap 'exit 1' INT TERM HUP
+      fsfreeze -f "$dir"
+    fi
     cp --sparse=always "$from" "$tmp"
+    if [ "$frozen" = 1 ]; then
+      fsfreeze -u "$dir"
+      rm -f "$marker"
+    fi
+    trap - EXIT INT TERM HUP
+    chmod 600 "$tmp"
     sync "$tmp"
     mv -f "$tmp" "$to"
+    ;;
+  thaw)
+    dir=$2 marker=$3
+    if [ -e "$marker" ]; then
+      fsfreeze -u "$dir" 2>/dev/null || true
+      rm -f "$marker"
+    fi
     ;;
   *)
     echo "svc-disk: unknown command $1" >&2

@@ -69,9 +69,18 @@ const make = Effect.gen(function*() {
     new DriverError({ message: `${what}: ${cause instanceof Error ? cause.message : String(cause)}`, cause })
 
   /** Copies a (possibly running: then paused meanwhile) machine's disk to `target`, whole or not at all. */
-  const copyDisk = (sourceId: string, target: string, onProgress: ProgressHook) =>
+  const copyDisk = (sourceId: string, targetId: string, onProgress: ProgressHook) =>
     Effect.gen(function*() {
+      // A driver whose disks are images copies the source's whole, frozen (docs/drivers.md "Disk"),
+      // after the partial tree an earlier walk left (a crash) is gone.
+      if (driver.copyDisk !== undefined) {
+        const partial = `${driver.diskPath(targetId)}.partial`
+        yield* Effect.tryPromise({ try: () => removeTree(partial), catch: hostError("fork") })
+        const copied = yield* driver.copyDisk(sourceId, targetId)
+        if (copied !== undefined) return yield* onProgress(copied, copied)
+      }
       const source = driver.diskPath(sourceId)
+      const target = driver.diskPath(targetId)
       const running = (yield* driver.observe(sourceId)).running
       const partial = `${target}.partial`
       const report = yield* throttled(onProgress)
@@ -165,7 +174,7 @@ const make = Effect.gen(function*() {
           const source = yield* machines.find(String(from.source_machine_id))
           if (Option.isNone(source) || source.value.state === "deleted") return Option.some("machine_deleted")
           if (!(yield* exists(driver.diskPath(source.value.id)))) return Option.some("machine_not_created")
-          yield* copyDisk(source.value.id, target, onProgress)
+          yield* copyDisk(source.value.id, machine.id, onProgress)
           return Option.none<string>()
         }
         const snapshotId = String(from.snapshot_id ?? from.template_snapshot_id)
