@@ -48,8 +48,11 @@ const answer = async (reply) => reply.type === "opaque" ? "opaque" : reply.statu
 })();
 `
 
-const app = (csrf: string) => `const http = require("http");
-const page = ${JSON.stringify(`<!doctype html><title>hostile</title><pre id="result"></pre><script>${attack(csrf)}</script>`)};
+const app = (csrf: string) =>
+  `const http = require("http");
+const page = ${
+    JSON.stringify(`<!doctype html><title>hostile</title><pre id="result"></pre><script>${attack(csrf)}</script>`)
+  };
 http.createServer((req, res) => {
   if (req.url.endsWith("/sw.js")) {
     res.writeHead(200, { "content-type": "text/javascript", "service-worker-allowed": "/" });
@@ -102,7 +105,9 @@ describe("hostile port page", () => {
         yield* change(apiA, "POST", `/v1/machines/${id}/ports`, { port, public: true })
         const path = `/v1/machines/${id}/ports/${port}/http/`
         const url = `${server.url}${path}`
-        yield* eventually(Effect.map(client(server.url)("GET", path), (reply) => reply.status === 200 ? reply : undefined))
+        yield* eventually(
+          Effect.map(client(server.url)("GET", path), (reply) => reply.status === 200 ? reply : undefined)
+        )
 
         yield* step(() => page.goto(url))
         yield* step(() => page.waitForFunction(`document.getElementById("result").textContent !== ""`))
