@@ -82,14 +82,16 @@ export const acceptsGzip = (header: string | undefined) =>
  * The docs page at `/docs`: Scalar rendering the OpenAPI document, about 3.5 MB of HTML with its
  * script inline, so it is served gzipped (about a tenth) to clients that accept it. The page is
  * Scalar's own (HttpApiScalar), made once in a router of its own and read back; it is compressed
- * at the first request that wants it, once.
+ * at the first request that wants it, once. It loads nothing from outside svc (test/pages/docs.test.ts).
  */
 const DocsLive = HttpApiBuilder.Router.use((router) =>
   Effect.gen(function*() {
     const api = yield* HttpApi.Api
     const scalar = yield* Effect.scoped(Effect.gen(function*() {
       const built = yield* Layer.build(
-        HttpApiScalar.layer({ path: "/docs" }).pipe(
+        // Scalar's default fonts come from fonts.scalar.com: the page uses the system's instead, so
+        // reading the reference tells no third party who reads it (issue 31, item 7).
+        HttpApiScalar.layer({ path: "/docs", scalar: { withDefaultFonts: false } }).pipe(
           Layer.provideMerge(HttpApiBuilder.Router.Live),
           Layer.provide(Layer.succeed(HttpApi.Api, api))
         )
