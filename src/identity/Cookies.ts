@@ -1,13 +1,15 @@
 /** The cookies svc sets: session and CSRF after a sign-in, the email state during one. */
 import { HttpApp, HttpServerResponse } from "@effect/platform"
-import { Duration, Effect } from "effect"
+import { Duration } from "effect"
 import { CSRF_COOKIE, SESSION_COOKIE } from "../kernel/http/Authenticate.js"
+import { secureWhenForwardedHttps } from "../kernel/http/ClientAddress.js"
 import { EMAIL_STATE_COOKIE } from "./EmailSignIn.js"
 import { OIDC_BROWSER_COOKIE } from "./OidcSignIn.js"
 import { sessionLifetimeMillis } from "./Sessions.js"
 
 type Response = HttpServerResponse.HttpServerResponse
 
+/** Secure by the https base URL; per request too, behind a trusted proxy that says https (ClientAddress.ts). */
 const secureFor = (baseUrl: string) => baseUrl.startsWith("https:")
 
 export const withSession = (baseUrl: string, token: string, csrf: string) => (response: Response) => {
@@ -80,6 +82,9 @@ export const withoutOidcBrowser = (baseUrl: string) =>
     maxAge: 0
   })
 
-/** Applies a cookie change to whatever response the handler's typed result becomes. */
+/**
+ * Applies a cookie change to whatever response the handler's typed result becomes (its cookies
+ * Secure when a trusted proxy says the request came over https: this runs after the edge's own).
+ */
 export const onResponse = (change: (response: Response) => Response) =>
-  HttpApp.appendPreResponseHandler((_request, response) => Effect.succeed(change(response)))
+  HttpApp.appendPreResponseHandler((_request, response) => secureWhenForwardedHttps(change(response)))

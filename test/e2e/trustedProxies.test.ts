@@ -7,7 +7,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { request } from "../support/Http.js"
-import { startServer } from "../support/TestServer.js"
+import { codeFrom, latestMailTo } from "../support/SignIn.js"
+import { startServer, type TestServer } from "../support/TestServer.js"
 
 /** 31 sign-in starts, each for its own address, as `headersOf(i)` says they were forwarded. */
 const thirtyOneStarts = (url: string, headersOf: (i: number) => Record<string, string>) =>
@@ -23,7 +24,46 @@ const thirtyOneStarts = (url: string, headersOf: (i: number) => Record<string, s
       )
   )
 
+/** Signs in by e-mail code with `headers` on both calls: the Set-Cookie lines by cookie name. */
+const signInCookies = (server: TestServer, email: string, headers: Record<string, string>) =>
+  Effect.gen(function*() {
+    const started = yield* request(server.url, "POST", "/v1/auth/email/start", { json: { email }, headers })
+    assert.strictEqual(started.status, 202, started.text)
+    const code = codeFrom((yield* latestMailTo(server, email)).text)
+    const verified = yield* request(server.url, "POST", "/v1/auth/email/verify", { json: { email, code }, headers })
+    assert.strictEqual(verified.status, 200, verified.text)
+    const lines = [...started.headers.getSetCookie(), ...verified.headers.getSetCookie()]
+    return Object.fromEntries(lines.map((line) => [line.split("=", 1)[0]!, line]))
+  })
+
+const secure = (line: string | undefined) => /;\s*Secure(;|$)/i.test(line ?? "")
+
 describe("trusted proxies", () => {
+  it.scopedLive(
+    "over https by a trusted proxy the session and CSRF cookies are Secure; an untrusted peer's header changes nothing",
+    () =>
+      Effect.gen(function*() {
+        const proxied = yield* startServer({ trustedProxies: ["127.0.0.1/32"] })
+        assert.match(proxied.config.baseUrl, /^http:/)
+        const overHttps = yield* signInCookies(proxied, "ada@example.com", {
+          "x-forwarded-proto": "https",
+          "x-forwarded-for": "203.0.113.5"
+        })
+        for (const name of ["svc_session", "svc_csrf", "svc_email_state"]) {
+          assert.isTrue(secure(overHttps[name]), `${name}: ${overHttps[name]}`)
+        }
+        const overHttp = yield* signInCookies(proxied, "bob@example.com", { "x-forwarded-proto": "http" })
+        assert.isFalse(secure(overHttp["svc_session"]), overHttp["svc_session"])
+        assert.isFalse(secure(overHttp["svc_csrf"]), overHttp["svc_csrf"])
+
+        const direct = yield* startServer({ trustedProxies: ["10.0.0.0/8"] })
+        const claimed = yield* signInCookies(direct, "eve@example.com", { "x-forwarded-proto": "https" })
+        assert.isFalse(secure(claimed["svc_session"]), claimed["svc_session"])
+        assert.isFalse(secure(claimed["svc_csrf"]), claimed["svc_csrf"])
+      }),
+    120_000
+  )
+
   it.scopedLive(
     "behind a trusted proxy, thirty sign-in starts from different clients do not lock each other out",
     () =>

@@ -6,9 +6,8 @@
  * `X-Forwarded-Proto` are ignored: a client cannot choose its own address for the rate limits,
  * the sign-in guards or the audit log.
  */
-import type { HttpServerResponse } from "@effect/platform"
-import { HttpServerRequest } from "@effect/platform"
-import { Effect, Option } from "effect"
+import { Cookies, HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { Effect, FiberRef, Option } from "effect"
 import * as NodeNet from "node:net"
 import { cidrMatcher, plainAddress } from "../domain/Cidr.js"
 
@@ -45,10 +44,30 @@ export const forwardedClient = (
   return { address, https: proto === "https" }
 }
 
+/** Whether a trusted proxy says this request reached it over https (false without trusted proxies). */
+export const ForwardedHttps = FiberRef.unsafeMake(false)
+
+/** Every cookie of the response with `Secure`. */
+const secureCookies = HttpServerResponse.updateCookies((cookies) =>
+  Object.values(cookies.cookies).reduce(
+    (all, cookie) => Cookies.unsafeSet(all, cookie.name, cookie.value, { ...cookie.options, secure: true }),
+    Cookies.empty
+  )
+)
+
 /**
- * The edge's step for trusted proxies: the request's `remoteAddress` becomes the client's. Nothing
- * at all without trusted proxies. (Cookies are Secure by the https base URL, which a TLS proxy's
- * setup has: docs/install.md.)
+ * The response as the client gets it: its cookies Secure when a trusted proxy says the request came
+ * over https. A pre-response handler must apply it: the server writes the answer before the edge's
+ * middleware sees it (HttpApp.toHandled), so changing the response there has no effect.
+ */
+export const secureWhenForwardedHttps = (response: HttpServerResponse.HttpServerResponse) =>
+  Effect.map(FiberRef.get(ForwardedHttps), (https) => https ? secureCookies(response) : response)
+
+/**
+ * The edge's step for trusted proxies: the request's `remoteAddress` becomes the client's, and
+ * over https (by `X-Forwarded-Proto`) every cookie it sets is Secure, whatever SVC_BASE_URL's
+ * scheme (Cookies.ts applies the same to the cookies it adds later). Nothing at all without
+ * trusted proxies.
  */
 export const behindProxies = (cidrs: ReadonlyArray<string> | undefined) => {
   if (cidrs === undefined || cidrs.length === 0) return undefined
@@ -59,11 +78,22 @@ export const behindProxies = (cidrs: ReadonlyArray<string> | undefined) => {
   ): Effect.Effect<HttpServerResponse.HttpServerResponse, E, R> => {
     const peer = Option.getOrUndefined(request.remoteAddress)
     if (peer === undefined || !trusted(peer)) return app
-    const client = forwardedClient(trusted, peer, request.headers["x-forwarded-for"], undefined)
-    return Effect.provideService(
+    const client = forwardedClient(
+      trusted,
+      peer,
+      request.headers["x-forwarded-for"],
+      request.headers["x-forwarded-proto"]
+    )
+    const served = Effect.provideService(
       app,
       HttpServerRequest.HttpServerRequest,
       request.modify({ remoteAddress: client.address })
     )
+    return client.https
+      ? Effect.zipRight(
+        HttpApp.appendPreResponseHandler((_request, response) => secureWhenForwardedHttps(response)),
+        Effect.locally(served, ForwardedHttps, true)
+      )
+      : served
   }
 }
