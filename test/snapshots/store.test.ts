@@ -71,6 +71,14 @@ const same = async (restored: string, source: string) => {
 
 const open = () => new ChunkStore(NodePath.join(tempDir(), "snapshots")).open()
 
+/** Restores snapshot `id` into a fresh folder and checks it holds what `disk` held. */
+const restoresSame = async (store: ChunkStore, id: string, disk: string) => {
+  const target = NodePath.join(tempDir(), "restored")
+  await store.restore(id, target)
+  await same(target, disk)
+  return target
+}
+
 describe("snapshot store", () => {
   it("a restore gives back exactly what was pushed; pushing again is answered from the manifest", async () => {
     const store = await open()
@@ -88,9 +96,7 @@ describe("snapshot store", () => {
     const again = await store.push({ snapshotId: "s1", machineId: "m", scope: "org-a", disk, tier: "warm", now: 2 })
     assert.deepStrictEqual(again, first)
 
-    const target = NodePath.join(tempDir(), "restored")
-    await store.restore("s1", target)
-    await same(target, disk)
+    const target = await restoresSame(store, "s1", disk)
     assert.isFalse(NodeFs.existsSync(`${target}.partial`))
   })
 
@@ -125,9 +131,7 @@ describe("snapshot store", () => {
     const grown = (await store.sizeOnDisk()) - sizeBefore
     assert.isBelow(grown, MiB + 64 * 1024, "the store grew by the new chunk and the manifest")
 
-    const target = NodePath.join(tempDir(), "restored")
-    await store.restore("s2", target)
-    await same(target, disk)
+    await restoresSame(store, "s2", disk)
     const old = NodePath.join(tempDir(), "old")
     await store.restore("s1", old)
     assert.strictEqual(
@@ -201,14 +205,10 @@ describe("snapshot store", () => {
     const other = await store.push({ snapshotId: "b1", machineId: "mb", scope: "org-b", disk, tier: "warm", now: 3 })
     assert.strictEqual(other.uploaded_bytes, first.uploaded_bytes)
     assert.strictEqual(other.size_bytes, first.size_bytes)
-    const target = NodePath.join(tempDir(), "restored")
-    await store.restore("b1", target)
-    await same(target, disk)
+    await restoresSame(store, "b1", disk)
     // Removing A's snapshots frees A's chunks and leaves B's whole.
     await store.collect(async () => new Set(["b1"]))
-    const again = NodePath.join(tempDir(), "again")
-    await store.restore("b1", again)
-    await same(again, disk)
+    await restoresSame(store, "b1", disk)
   })
 
   it("a manifest written before chunks were scoped still restores (its chunks keep their content hash)", async () => {
@@ -223,9 +223,7 @@ describe("snapshot store", () => {
     const { chunk_scope: _scope, ...legacy } = manifest
     NodeFs.writeFileSync(NodePath.join(store.manifests, "s1.json"), JSON.stringify(legacy))
     assert.deepStrictEqual(await store.collect(async () => new Set(["s1"])), { manifests: 0, chunks: 0, bytes: 0 })
-    const target = NodePath.join(tempDir(), "restored")
-    await store.restore("s1", target)
-    await same(target, disk)
+    await restoresSame(store, "s1", disk)
     // A scoped push does not reuse the legacy parent's chunks: it stores its own.
     const next = await store.push({
       snapshotId: "s2",
@@ -248,9 +246,7 @@ describe("snapshot store", () => {
     assert.strictEqual(cold.size_bytes, warm.size_bytes)
     // Both store the zero chunk once; compressed, it is nearly nothing.
     assert.isBelow(cold.uploaded_bytes, warm.uploaded_bytes - MiB + 64 * 1024)
-    const target = NodePath.join(tempDir(), "restored")
-    await store.restore("c1", target)
-    await same(target, disk)
+    await restoresSame(store, "c1", disk)
   })
 
   it("a chunk whose bytes changed on disk fails the restore instead of restoring wrong bytes", async () => {
