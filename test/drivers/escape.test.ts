@@ -9,6 +9,7 @@ import * as NodeCrypto from "node:crypto"
 import * as NodeFs from "node:fs"
 import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
+import { pidNamespace, pidsInNamespace } from "../../src/drivers/HostProcess.js"
 import { MachineDriver, type MachineDriverShape } from "../../src/drivers/MachineDriver.js"
 import * as Cgroups from "../../src/drivers/sandbox/Cgroups.js"
 import * as SandboxDriver from "../../src/drivers/sandbox/SandboxDriver.js"
@@ -19,6 +20,8 @@ import { freshId, quiet, run, sh, specOf } from "./contract.js"
 const processLimit = 300
 /** What svc's environment holds and no machine may read (as `SVC_OPERATOR_TOKEN` would). */
 const secret = `svc-secret-${NodeCrypto.randomBytes(12).toString("hex")}`
+/** As `SVC_SECRET_KEYS` would hold. */
+const keys = `svc-keys-${NodeCrypto.randomBytes(12).toString("hex")}`
 const proof = `svc-escape-proof-${NodeCrypto.randomBytes(6).toString("hex")}`
 
 const state = {
@@ -26,6 +29,12 @@ const state = {
   runtime: undefined as ManagedRuntime.ManagedRuntime<MachineDriver, unknown> | undefined,
   a: freshId("esc-a"),
   b: freshId("esc-b")
+}
+
+/** Host pids of every process of machine `id` (its pid namespace), judged from its run record. */
+const machineProcesses = (id: string) => {
+  const record = JSON.parse(NodeFs.readFileSync(NodePath.join(state.dataDir, "machines", id, "run.json"), "utf8"))
+  return pidsInNamespace(pidNamespace(record.pid)!)
 }
 
 /** Passed reversed: the shell and the launcher that carry the scan's arguments must not hold them. */
@@ -64,6 +73,7 @@ describe("escape suite: a machine's root against the host and its neighbours", (
   beforeAll(async () => {
     // Set before the driver starts anything: every process svc starts inherits nothing of it.
     process.env.SVC_OPERATOR_TOKEN = secret
+    process.env.SVC_SECRET_KEYS = keys
     state.dataDir = NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "svc-escape-"))
     const sizes = { ...defaultSizes, small: { ...defaultSizes.small, processes: processLimit } }
     state.runtime = ManagedRuntime.make(quiet(SandboxDriver.layer({ dataDir: state.dataDir, sizes })))
@@ -78,6 +88,7 @@ describe("escape suite: a machine's root against the host and its neighbours", (
 
   afterAll(async () => {
     delete process.env.SVC_OPERATOR_TOKEN
+    delete process.env.SVC_SECRET_KEYS
     if (state.runtime !== undefined) {
       await state.runtime.runPromise(Effect.gen(function*() {
         const driver = yield* MachineDriver
@@ -159,6 +170,29 @@ describe("escape suite: a machine's root against the host and its neighbours", (
     assert.notInclude(seen.stdout, "/svc")
     assert.notInclude(seen.stdout, "wrote")
     if (memoryB !== undefined) assert.strictEqual(NodeFs.readFileSync(memoryB, "utf8"), before)
+    // From the host: every process of the machine is still in its own groups (none moved out).
+    if (!Cgroups.detect().enforced) return
+    for (const pid of machineProcesses(state.a)) {
+      for (const line of NodeFs.readFileSync(`/proc/${pid}/cgroup`, "utf8").trim().split("\n")) {
+        const controllers = line.split(":")[1]!.split(",")
+        if (controllers.includes("memory") || controllers.includes("pids")) {
+          assert.include(line, `/svc/${state.a}`, `${pid}: ${line}`)
+        }
+      }
+    }
+  }, 60_000)
+
+  it("the machine's output and the launcher's complaints reach no host file it could fill", async () => {
+    const logs = ["sandbox.log", "launcher.log"].map((name) => NodePath.join(state.dataDir, "machines", state.a, name))
+    await inMachine(
+      state.a,
+      `for f in /proc/[0-9]*/fd/1 /proc/[0-9]*/fd/2; do head -c 1048576 /dev/zero > $f; done 2>/dev/null
+       true`
+    ).catch(() => undefined)
+    for (const log of logs) {
+      const size = NodeFs.existsSync(log) ? NodeFs.statSync(log).size : 0
+      assert.isAtMost(size, 64 * 1024, log)
+    }
   }, 60_000)
 
   it("no secret of svc's in any process or memory the machine can read", async () => {
@@ -192,6 +226,37 @@ describe("escape suite: a machine's root against the host and its neighbours", (
     const seen = await inMachine(state.a, "cat /proc/[0-9]*/cmdline /proc/[0-9]*/environ | tr '\\0' '\\n'")
     assert.notInclude(seen.stdout, state.dataDir)
     assert.notInclude(seen.stdout, "SVC_")
+  }, 120_000)
+
+  it("no host path nor secret in anything a machine can read of its processes (ps, mountinfo, fds)", async () => {
+    // What `ps`, `ls -l /proc/*/fd`, lsof and mountinfo read, for every process visible, the
+    // launcher (busy with this very command) among them.
+    const seen = await inMachine(
+      state.a,
+      `for p in /proc/[0-9]*; do
+         for f in cmdline environ status stat maps mountinfo cgroup; do cat $p/$f 2>/dev/null | tr '\\0' ' '; echo; done
+         for l in $p/cwd $p/exe $p/root $p/fd/* $p/map_files/*; do readlink $l 2>/dev/null; done
+       done; cat /proc/self/mountinfo /proc/mounts; ps -eo pid,args 2>/dev/null; echo scanned`
+    )
+    assert.include(seen.stdout, "svc-launcher")
+    assert.include(seen.stdout, "scanned")
+    const hostPaths = [state.dataDir, NodePath.basename(state.dataDir), process.cwd(), "node_modules", "/machines/"]
+    for (const needle of [...hostPaths, secret, keys, "SVC_"]) assert.notInclude(seen.stdout, needle, needle)
+    // Judged from the host too: no process of the machine holds a file of the host's open (a
+    // host log it could fill past its disk, through ptrace or /proc/<pid>/mem).
+    const inside = machineProcesses(state.a)
+    assert.isAbove(inside.length, 2)
+    for (const pid of inside) {
+      for (const fd of NodeFs.readdirSync(`/proc/${pid}/fd`)) {
+        let target = ""
+        try {
+          target = NodeFs.readlinkSync(`/proc/${pid}/fd/${fd}`)
+        } catch {
+          continue // closed meanwhile
+        }
+        for (const path of hostPaths.slice(0, 1).concat(process.cwd())) assert.notInclude(target, path, `${pid}/${fd}`)
+      }
+    }
   }, 120_000)
 
   it("no host process to trace, no kernel memory, no devices, no raw sockets", async () => {
@@ -241,9 +306,22 @@ describe("escape suite: a machine's root against the host and its neighbours", (
     assert.strictEqual(why.join(" "), "Resource temporarily unavailable")
   }, 120_000)
 
-  it("nested user and pid namespaces work inside (containers in a machine)", async () => {
-    const nested = await inMachine(state.b, "unshare -Urpf --mount-proc sh -c 'echo $$; id -u'")
+  it("nested user, pid and mount namespaces work inside (containers in a machine)", async () => {
+    const nested = await inMachine(
+      state.b,
+      "unshare -Urpf --mount-proc sh -c 'id -u; echo $$; ls /proc | grep -cE \"^[0-9]+$\"'"
+    )
     assert.strictEqual(nested.exitCode, 0, nested.stderr)
-    assert.strictEqual(nested.stdout, "1\n0\n")
+    const [uid, pid, processes] = nested.stdout.trim().split("\n")
+    assert.deepStrictEqual([uid, pid], ["0", "1"])
+    assert.isAtMost(Number(processes), 3)
+    // A mount namespace of its own: a tmpfs mounted there is not seen by the machine.
+    const mounted = await inMachine(
+      state.b,
+      `mkdir -p /tmp/nested && unshare -m sh -c 'mount -t tmpfs none /tmp/nested && touch /tmp/nested/inner && ls /tmp/nested'
+       ls /tmp/nested | wc -l`
+    )
+    assert.strictEqual(mounted.exitCode, 0, mounted.stderr)
+    assert.strictEqual(mounted.stdout, "inner\n0\n")
   }, 60_000)
 })

@@ -158,6 +158,9 @@ export const frameReader = (
   }
 }
 
+/** How much of a launcher's complaints its log keeps (per start). */
+const logCap = 64 * 1024
+
 /**
  * Starts a launcher with `argv`, a command line that ends in running `perl -e <launcherScript>`
  * inside the machine; its complaints (Perl's, or those of the way in) go to `logFile`. When svc
@@ -174,17 +177,26 @@ export const spawnLauncher = (
   let ended: string | undefined
   let child: NodeChild.ChildProcess
   try {
-    const log = NodeFs.openSync(logFile, "a", 0o600)
-    try {
-      child = NodeChild.spawn(argv[0]!, argv.slice(1), {
-        cwd: "/",
-        detached: true,
-        env,
-        stdio: ["ignore", "ignore", log, "pipe"]
-      })
-    } finally {
-      NodeFs.closeSync(log)
-    }
+    // Its stderr is a pipe that svc copies to the log, at most `logCap` bytes: the launcher runs
+    // in the machine, and a host file it held open would be the machine's to fill (and its path
+    // the machine's to read).
+    child = NodeChild.spawn(argv[0]!, argv.slice(1), {
+      cwd: "/",
+      detached: true,
+      env,
+      stdio: ["ignore", "ignore", "pipe", "pipe"]
+    })
+    let logged = 0
+    child.stderr!.on("data", (chunk: Buffer) => {
+      if (logged >= logCap) return
+      const kept = chunk.subarray(0, logCap - logged)
+      logged += kept.length
+      try {
+        NodeFs.appendFileSync(logFile, kept, { mode: 0o600 })
+      } catch {
+        // the machine's folder is gone
+      }
+    })
   } catch (cause) {
     const reason = `cannot start the launcher: ${String(cause)}`
     return {

@@ -71,17 +71,40 @@ sub joinGroups {
   }
 }
 
+# The boot's output so far into its log file, at most `$logCap` bytes of it; true at its end.
+my $logCap = 65536;
+sub readOut {
+  my ($boot) = @_;
+  while (1) {
+    my $got = sysread($boot->{out}, my $chunk, 65536);
+    return if !defined $got && $!{EAGAIN};
+    if (!$got) {
+      close $boot->{out};
+      $boot->{out} = undef;
+      return 1;
+    }
+    my $room = $logCap - $boot->{logged};
+    next if $room <= 0;
+    $chunk = substr($chunk, 0, $room);
+    syswrite($boot->{log}, $chunk);
+    $boot->{logged} += length $chunk;
+  }
+}
+
 sub forget {
   my ($boot) = @_;
-  close $boot->{info} if $boot->{info};
-  close $boot->{ready} if $boot->{ready};
-  close $boot->{net} if $boot->{net};
-  $boot->{info} = $boot->{ready} = $boot->{net} = undef;
+  # What is already written is the boot's last word (a failure's reason).
+  readOut($boot) if $boot->{out};
+  for my $key (qw(info ready net out log)) {
+    close $boot->{$key} if $boot->{$key};
+    $boot->{$key} = undef;
+  }
   delete $boots{ $boot->{tag} };
 }
 
 sub fail {
   my ($boot, $why) = @_;
+  readOut($boot) if $boot->{out};
   answer('F', $boot->{tag}, $why);
   kill 'KILL', $boot->{child} if $boot->{child};
   # The child's process group: bwrap, and the network job with the slirp4netns it started.
@@ -129,34 +152,45 @@ sub start {
   my $argc = shift @fields;
   my @argv = splice(@fields, 0, $argc);
   my %env = @fields;
-  my ($infoRead, $infoWrite, $readyRead, $readyWrite, $netRead, $netWrite);
-  unless (pipe($infoRead, $infoWrite) && pipe($readyRead, $readyWrite) && (!@netArgv || pipe($netRead, $netWrite))) {
+  my ($infoRead, $infoWrite, $readyRead, $readyWrite, $netRead, $netWrite, $outRead, $outWrite);
+  unless (pipe($infoRead, $infoWrite) && pipe($readyRead, $readyWrite) && pipe($outRead, $outWrite)
+    && (!@netArgv || pipe($netRead, $netWrite))) {
     return answer('F', $tag, "pipe: $!");
   }
+  sysopen(my $logFile, $log, Fcntl::O_WRONLY() | Fcntl::O_CREAT() | Fcntl::O_TRUNC() | Fcntl::O_APPEND(), oct('600'))
+    or return answer('F', $tag, "log: $!");
   my $pid = fork;
   unless (defined $pid) { return answer('F', $tag, "fork: $!") }
   if ($pid == 0) {
     $SIG{PIPE} = $SIG{CHLD} = 'DEFAULT';
     POSIX::setsid();
+    close $outRead;
     # Out of the way of 0-4 first, then onto 3 and 4 (dup2 leaves the copies inheritable).
     my $info = fcntl($infoWrite, Fcntl::F_DUPFD(), 10);
     my $ready = fcntl($readyWrite, Fcntl::F_DUPFD(), 10);
-    my $logFd = POSIX::open($log, POSIX::O_WRONLY() | POSIX::O_CREAT() | POSIX::O_TRUNC(), oct('600'));
+    my $output = fcntl($outWrite, Fcntl::F_DUPFD(), 10);
     my $null = POSIX::open('/dev/null', POSIX::O_RDONLY());
-    POSIX::_exit(126) unless defined $info && defined $ready && defined $logFd && defined $null;
+    POSIX::_exit(126) unless defined $info && defined $ready && defined $output && defined $null;
     POSIX::dup2($null, 0);
-    POSIX::dup2($logFd, 1);
-    POSIX::dup2($logFd, 2);
+    POSIX::dup2(fileno($logFile), 1);
+    POSIX::dup2(fileno($logFile), 2);
     POSIX::dup2($info, 3);
     POSIX::dup2($ready, 4);
-    POSIX::close($_) for ($null, $logFd, $info, $ready);
+    POSIX::close($_) for ($null, $info, $ready);
     if ($netns) {
       unless (newNetns()) {
         print STDERR "svc-spawner: cannot make the machine's network namespace: $!\n";
         POSIX::_exit(126);
       }
+      # The network job runs outside the machine: it writes to the log file itself.
       networkJob($netWrite, @netArgv) if @netArgv;
     }
+    # What runs in the machine holds no host file: its output reaches the log through the
+    # spawner, which stops reading at ready (docs/drivers.md "Isolation").
+    POSIX::dup2($output, 1);
+    POSIX::dup2($output, 2);
+    POSIX::close($output);
+    close $logFile;
     if (%iso) {
       # The groups first: the cgroup namespace bwrap makes is rooted where its maker is.
       joinGroups({ procs => \@procs }, $$);
@@ -176,10 +210,12 @@ sub start {
   }
   close $infoWrite;
   close $readyWrite;
+  close $outWrite;
   close $netWrite if $netWrite;
-  nonblocking($_) for grep { $_ } ($infoRead, $readyRead, $netRead);
+  nonblocking($_) for grep { $_ } ($infoRead, $readyRead, $netRead, $outRead);
   my $boot = {
-    tag => $tag, pid => $pid, procs => (%iso ? [] : \@procs), info => $infoRead, ready => $readyRead, net => $netRead, text => ''
+    tag => $tag, pid => $pid, procs => (%iso ? [] : \@procs), info => $infoRead, ready => $readyRead, net => $netRead,
+    out => $outRead, log => $logFile, logged => 0, text => ''
   };
   $boots{$tag} = $boot;
   $bypid{$pid} = $boot;
@@ -454,6 +490,7 @@ while (1) {
     vec($r, fileno($boot->{info}), 1) = 1 if $boot->{info};
     vec($r, fileno($boot->{ready}), 1) = 1 if $boot->{ready};
     vec($r, fileno($boot->{net}), 1) = 1 if $boot->{net};
+    vec($r, fileno($boot->{out}), 1) = 1 if $boot->{out};
   }
   vec($w, 1, 1) = 1 if length $out;
   last if $inEnd && !length $out && !%boots;
@@ -481,6 +518,7 @@ while (1) {
     readInfo($boot) if $boot->{info} && vec($rr, fileno($boot->{info}), 1);
     readReady($boot) if $boots{ $boot->{tag} } && $boot->{ready} && vec($rr, fileno($boot->{ready}), 1);
     readNet($boot) if $boots{ $boot->{tag} } && $boot->{net} && vec($rr, fileno($boot->{net}), 1);
+    readOut($boot) if $boots{ $boot->{tag} } && $boot->{out} && vec($rr, fileno($boot->{out}), 1);
   }
   flush() if vec($ww, 1, 1);
 }
