@@ -14,6 +14,7 @@ import * as NodeCrypto from "node:crypto"
 import * as NodeFs from "node:fs"
 import { createRequire } from "node:module"
 import * as NodePath from "node:path"
+import { buildConsole } from "../console/build.mjs"
 
 const library = process.argv.includes("--library")
 if (library) NodeFs.rmSync("dist", { recursive: true, force: true })
@@ -43,6 +44,9 @@ const embedded = Object.fromEntries(
   ])
 )
 
+/** The console (console/, served at `{ui_url}/`): src/pages/ConsoleAssets.ts reads it from here in the bundle. */
+const consoleFiles = await buildConsole()
+
 await build({
   entryPoints: ["src/cli/main.ts"],
   outfile: "dist/cli/svc.mjs",
@@ -63,7 +67,7 @@ await build({
     js:
       "import { createRequire as svcCreateRequire } from 'node:module'; const require = svcCreateRequire(import.meta.url);"
   },
-  define: { SVC_EMBEDDED: JSON.stringify(embedded) },
+  define: { SVC_EMBEDDED: JSON.stringify(embedded), SVC_CONSOLE: JSON.stringify(consoleFiles) },
   logLevel: "warning"
 })
 
@@ -144,6 +148,7 @@ async function buildSingle() {
     define: {
       "import.meta.url": "svcImportMetaUrl",
       SVC_EMBEDDED: JSON.stringify(embedded),
+      SVC_CONSOLE: JSON.stringify(consoleFiles),
       SVC_MIGRATIONS: JSON.stringify(migrations)
     },
     logLevel: "error"

@@ -30,6 +30,7 @@ import { ApiKeysHandlers } from "./identity/ApiKeysHttp.js"
 import { DeviceHandlers } from "./identity/DeviceHttp.js"
 import { AuthHandlers } from "./identity/Http.js"
 import { AppConfig } from "./kernel/config/AppConfig.js"
+import { acceptsGzip } from "./kernel/http/AcceptEncoding.js"
 import { AuthorizationLive } from "./kernel/http/AuthorizationLive.js"
 import { AccessLog, edge, maxBodySizeLayer, ProblemsLive, routeIndex } from "./kernel/http/RequestEdge.js"
 import { buildWithOnly } from "./kernel/Narrow.js"
@@ -46,6 +47,8 @@ import { SnapshotsHandlers } from "./snapshots/Http.js"
 import { TerminalsHandlers } from "./terminals/Http.js"
 import { makeTerminalSockets, withTerminalSockets } from "./terminals/Socket.js"
 import { WebhooksHandlers } from "./webhooks/Http.js"
+
+export { acceptsGzip }
 
 export const ApiLive = HttpApiBuilder.api(Api).pipe(
   Layer.provide([
@@ -69,14 +72,6 @@ export const ApiLive = HttpApiBuilder.api(Api).pipe(
   ]),
   Layer.provide(AuthorizationLive(Api))
 )
-
-/** Whether an Accept-Encoding header takes gzip (not refused with `q=0`). */
-export const acceptsGzip = (header: string | undefined) =>
-  header !== undefined && header.split(",").some((part) => {
-    const [coding, ...params] = part.trim().toLowerCase().split(";")
-    const q = params.map((param) => /^\s*q=([0-9.]+)\s*$/.exec(param)?.[1]).find((value) => value !== undefined)
-    return (coding === "gzip" || coding === "*") && (q === undefined || Number(q) > 0)
-  })
 
 /**
  * The docs page at `/docs`: Scalar rendering the OpenAPI document, about 3.5 MB of HTML with its

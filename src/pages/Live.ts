@@ -1,18 +1,23 @@
 /**
  * The pages svc serves at `{ui_url}` (src/pages/Kit.ts is their kit): one router entry per page,
  * outside the published API. A page reads its services here and renders with the kit; pages that
- * need a signed-in user send others to `/sign-in` with a `return_to` back.
+ * need a signed-in user send others to `/sign-in` with a `return_to` back. `{ui_url}/` is the
+ * console (console/, docs/console.md), its files under `{ui_url}/assets/`; the account page that was
+ * the home page is at `/account` until the console covers it.
  */
-import { HttpApiBuilder, HttpServerRequest } from "@effect/platform"
+import { HttpApiBuilder, HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, Option } from "effect"
 import { Accounts } from "../identity/Accounts.js"
 import { defaultKeyName, DeviceGrant } from "../identity/DeviceGrant.js"
 import { safeReturnTo } from "../identity/EmailSignIn.js"
 import { SignInMethods } from "../identity/SignInMethods.js"
 import { AppConfig } from "../kernel/config/AppConfig.js"
+import { acceptsGzip } from "../kernel/http/AcceptEncoding.js"
 import { Authenticate } from "../kernel/http/Authenticate.js"
 import { Invitations } from "../organizations/Invitations.js"
 import { Organizations } from "../organizations/Organizations.js"
+import { consoleBuild } from "./ConsoleAssets.js"
+import { consoleDocument, consoleFile } from "./ConsolePage.js"
 import { devicePage } from "./DevicePage.js"
 import { homePage } from "./HomePage.js"
 import { invitationPage } from "./InvitationPage.js"
@@ -117,6 +122,30 @@ export const PagesLive = HttpApiBuilder.Router.use((router) =>
 
     yield* router.get(
       `${uiPath}/` as `/${string}`,
+      Effect.gen(function*() {
+        const request = yield* HttpServerRequest.HttpServerRequest
+        const viewer = yield* viewerOf(authenticate, request)
+        if (Option.isNone(viewer)) return signInFirst(request)
+        const build = yield* consoleBuild
+        if (Option.isNone(build)) return redirect(`${config.uiUrl}/account`)
+        return consoleDocument({ build: build.value, apiBase: config.baseUrl, uiUrl: config.uiUrl, uiPath })
+      })
+    )
+
+    // The console's files: public (they hold no data), named by their content's hash.
+    yield* router.get(
+      `${uiPath}/assets/:name` as `/${string}`,
+      Effect.gen(function*() {
+        const request = yield* HttpServerRequest.HttpServerRequest
+        const { name } = yield* HttpRouter.params
+        const build = yield* consoleBuild
+        if (Option.isNone(build) || name === undefined) return HttpServerResponse.text("Not found", { status: 404 })
+        return consoleFile(build.value, name, acceptsGzip(request.headers["accept-encoding"]))
+      })
+    )
+
+    yield* router.get(
+      `${uiPath}/account` as `/${string}`,
       Effect.gen(function*() {
         const request = yield* HttpServerRequest.HttpServerRequest
         const viewer = yield* viewerOf(authenticate, request)

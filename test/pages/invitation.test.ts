@@ -44,7 +44,7 @@ describe("invitation page", () => {
         yield* step(() => page.waitForURL(`${server.url}/`))
         assert.match(
           (yield* step(() => page.locator("#organizations").textContent()))!,
-          /owner's organization\s*operator/
+          /owner's organization \(operator\)/
         )
         // The link is used up: the page says so and offers no button.
         yield* step(() => page.goto(link))

@@ -30,6 +30,9 @@ describe("sign-in pages", () => {
         yield* step(() => page.waitForURL(`${server.url}/`))
         assert.strictEqual(yield* step(() => page.locator("#who").textContent()), "ada@example.com")
         assert.match((yield* step(() => page.locator("#organizations").textContent()))!, /owner/)
+        // `/` is the console; the account (its addresses, linking another) is at /account.
+        yield* step(() => page.goto(`${server.url}/account`))
+        assert.strictEqual(yield* step(() => page.locator("#who").textContent()), "ada@example.com")
         yield* step(() => page.getByLabel("Add another email address").fill("ada.work@example.com"))
         yield* step(() => page.getByRole("button", { name: "Send a code" }).click())
         yield* step(() => page.getByLabel("Code from that address").waitFor())

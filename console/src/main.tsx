@@ -1,0 +1,105 @@
+/**
+ * The console: who is signed in, the organization switcher, and the views of the organization
+ * (machines, a machine, its terminal, API keys, members). The hash holds the place (route.ts); a
+ * bare `{ui_url}/` shows the active organization's machines.
+ */
+import { render } from "preact"
+import { get, post, uiUrl, useOrganization } from "./api.js"
+import { useLoad } from "./hooks.js"
+import { abilitiesOf } from "./roles.js"
+import { href, useRoute } from "./route.js"
+import "./style.css"
+import type { Me } from "./types.js"
+import { ErrorLine } from "./ui.js"
+import { KeysView } from "./views/Keys.js"
+import { MachineView } from "./views/Machine.js"
+import { MachinesView } from "./views/Machines.js"
+import { MembersView } from "./views/Members.js"
+
+const App = () => {
+  const route = useRoute()
+  const me = useLoad(() => get<Me>("/v1/me"), [])
+  const organizations = me.data?.organizations ?? []
+  const chosen = route.organization ?? me.data?.active_organization_id ?? organizations[0]?.id
+  const membership = organizations.find((organization) => organization.id === chosen)
+  if (me.data === undefined) {
+    return me.error === undefined ? <p class="loading" aria-busy="true">Loading…</p> : <ErrorLine error={me.error} />
+  }
+  if (membership !== undefined) useOrganization(membership.id)
+  const section = route.path[0] ?? "machines"
+  const signOut = async () => {
+    await post("/v1/auth/logout").catch(() => undefined)
+    location.assign(`${uiUrl}/sign-in`)
+  }
+  return (
+    <>
+      <header class="top">
+        <a class="brand" href={membership === undefined ? "#/" : href(membership.id, "machines")}>svc</a>
+        {organizations.length === 0 ? null : (
+          <label class="switcher">
+            <span class="visually-hidden">Organization</span>
+            <select
+              id="organizations"
+              aria-label="Organization"
+              value={membership?.id}
+              onChange={(event) => {
+                const id = (event.currentTarget as HTMLSelectElement).value
+                void post("/v1/me/active-organization", { organization_id: id }).catch(() => undefined)
+                location.hash = href(id, "machines")
+              }}
+            >
+              {organizations.map((organization) => (
+                <option value={organization.id}>{organization.name} ({organization.role})</option>
+              ))}
+            </select>
+          </label>
+        )}
+        <nav aria-label="Sections">
+          {membership === undefined ? null : (
+            <>
+              <a href={href(membership.id, "machines")} aria-current={section === "machines" ? "page" : undefined}>
+                Machines
+              </a>
+              <a href={href(membership.id, "keys")} aria-current={section === "keys" ? "page" : undefined}>Keys</a>
+              <a href={href(membership.id, "members")} aria-current={section === "members" ? "page" : undefined}>
+                Members
+              </a>
+            </>
+          )}
+          <a href={`${uiUrl}/account`}>Account</a>
+        </nav>
+        <span class="who" id="who">{me.data.user.email}</span>
+        <button type="button" class="secondary" onClick={signOut}>Sign out</button>
+      </header>
+      <main id="main">
+        {membership === undefined
+          ? (
+            <section class="card">
+              <h1>No organization yet</h1>
+              <p>You belong to no organization. Accept an invitation from its owner to join one.</p>
+            </section>
+          )
+          : <View organization={membership.id} role={membership.role} path={route.path} />}
+      </main>
+    </>
+  )
+}
+
+const View = (
+  { organization, role, path }: {
+    organization: string
+    role: Me["organizations"][number]["role"]
+    path: ReadonlyArray<string>
+  }
+) => {
+  const can = abilitiesOf(role)
+  const [section, id, sub] = path
+  if (section === "keys") return <KeysView organization={organization} can={can} />
+  if (section === "members") return <MembersView organization={organization} can={can} />
+  if (section === "machines" && id !== undefined) {
+    return <MachineView key={id} organization={organization} id={id} tab={sub ?? "overview"} can={can} />
+  }
+  return <MachinesView organization={organization} can={can} />
+}
+
+render(<App />, document.getElementById("app")!)

@@ -1,0 +1,22 @@
+/**
+ * What a role may do, as the server's policy lists say (src/kernel/domain/Access.ts, compared by
+ * type so the two cannot drift). Controls a role may not use are not shown; the server still decides.
+ */
+import type { Role, RoleLists } from "./types.js"
+
+const machineChangers: RoleLists["machineChangers"] = ["owner", "admin", "operator"]
+const administrators: RoleLists["administrators"] = ["owner", "admin"]
+
+export interface Abilities {
+  readonly role: Role
+  /** Create, start, stop, delete, fork, snapshot, exec, files, terminals. */
+  readonly changeMachines: boolean
+  /** Members and invitations. */
+  readonly administer: boolean
+}
+
+export const abilitiesOf = (role: Role): Abilities => ({
+  role,
+  changeMachines: (machineChangers as ReadonlyArray<Role>).includes(role),
+  administer: (administrators as ReadonlyArray<Role>).includes(role)
+})

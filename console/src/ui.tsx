@@ -1,0 +1,14 @@
+/** Small shared pieces: an error line with the problem's code, a status line, empty states. */
+import type { ComponentChildren } from "preact"
+
+export const ErrorLine = ({ error }: { readonly error: string | undefined }) =>
+  error === undefined ? null : <p class="error" role="alert">{error}</p>
+
+export const Empty = ({ children }: { readonly children: ComponentChildren }) => <p class="empty">{children}</p>
+
+export const StateBadge = ({ state }: { readonly state: string }) => <span class={`badge state-${state}`}>{state}</span>
+
+export const when = (iso: string | null) => iso === null ? "—" : new Date(iso).toLocaleString()
+
+export const decode64 = (base64: string) =>
+  new TextDecoder().decode(Uint8Array.from(atob(base64), (c) => c.charCodeAt(0)))
