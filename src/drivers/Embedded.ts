@@ -1,5 +1,5 @@
 /**
- * Programs svc runs that are not TypeScript (`launcher/launcher.pl`, `sandbox/spawner.pl`,
+ * Programs svc runs that are not TypeScript (`launcher/launcher.pl`, `sandbox/namespaces.pl`, `sandbox/spawner.pl`,
  * `sandbox/net.sh`, `sandbox/disk.sh`), as text.
  *
  * bin/build.mjs puts their text into the bundle as `SVC_EMBEDDED` (esbuild `define`), so the
@@ -12,7 +12,12 @@ import * as NodeFs from "node:fs"
 /** Defined by bin/build.mjs in the bundle only: each .pl and .sh under src/drivers by its relative path. */
 declare const SVC_EMBEDDED: Readonly<Record<string, string>> | undefined
 
-export type EmbeddedProgram = "launcher/launcher.pl" | "sandbox/spawner.pl" | "sandbox/net.sh" | "sandbox/disk.sh"
+export type EmbeddedProgram =
+  | "launcher/launcher.pl"
+  | "sandbox/namespaces.pl"
+  | "sandbox/spawner.pl"
+  | "sandbox/net.sh"
+  | "sandbox/disk.sh"
 
 export const embeddedText = (program: EmbeddedProgram): string => {
   const bundled = typeof SVC_EMBEDDED === "undefined" ? undefined : SVC_EMBEDDED[program]

@@ -1,0 +1,79 @@
+/** The host programs the sandbox driver runs, found once at start (SandboxDriver.ts `layer`). */
+import * as NodeChild from "node:child_process"
+import * as NodeFs from "node:fs"
+import * as NodePath from "node:path"
+import { hostPath } from "../HostProcess.js"
+import { attempt } from "../MachineFiles.js"
+import type * as Network from "./Network.js"
+
+/** An executable on PATH, as an absolute path. */
+const which = (name: string) => {
+  for (const dir of hostPath.split(":")) {
+    const path = NodePath.join(dir || ".", name)
+    try {
+      NodeFs.accessSync(path, NodeFs.constants.X_OK)
+      return NodePath.resolve(path)
+    } catch {
+      // not here
+    }
+  }
+  return undefined
+}
+
+export interface Tools extends Network.NetTools {
+  readonly bwrap: string
+  readonly nsenter: string
+  /** Perl under /usr (so machines see it too), for the launcher; without it exec enters every time. */
+  readonly perl?: string | undefined
+}
+
+/** Finds bwrap and nsenter, and checks that bwrap can make namespaces here; one clear line if not. */
+export const checkTools = attempt("sandbox driver", (): Tools => {
+  const bwrap = which("bwrap")
+  if (bwrap === undefined) {
+    throw new Error(
+      "bwrap not found: install bubblewrap (Debian package `bubblewrap`), or set SVC_RUNTIME=process (no isolation)"
+    )
+  }
+  const nsenter = which("nsenter")
+  if (nsenter === undefined) throw new Error("nsenter not found: install util-linux")
+  const perl = which("perl")
+  const unshare = which("unshare")
+  if (unshare === undefined) throw new Error("unshare not found: install util-linux")
+  const ip = which("ip")
+  if (ip === undefined) throw new Error("ip not found: install iproute2 (machines' network namespaces need it)")
+  // Machines have internet access unless asked otherwise: without its path no default create boots.
+  const slirp4netns = which("slirp4netns")
+  const nft = which("nft")
+  if (slirp4netns === undefined || nft === undefined) {
+    throw new Error(
+      "slirp4netns or nft not found: install slirp4netns and nftables (machines' internet access needs them)"
+    )
+  }
+  // Each machine's network namespace is made by svc, outside the machine's user namespace.
+  const netProbe = NodeChild.spawnSync(unshare, ["--net", "--", ip, "link", "set", "lo", "up"], { encoding: "utf8" })
+  if (netProbe.status !== 0) {
+    throw new Error(
+      `svc cannot make network namespaces here (run svc as root): ${
+        (netProbe.stderr ?? "").trim() || String(netProbe.error)
+      }`
+    )
+  }
+  const probe = NodeChild.spawnSync(bwrap, ["--unshare-all", "--ro-bind", "/", "/", "true"], { encoding: "utf8" })
+  if (probe.status !== 0) {
+    throw new Error(
+      `bwrap cannot create namespaces here (run svc as root or allow user namespaces): ${
+        (probe.stderr ?? "").trim() || String(probe.error)
+      }`
+    )
+  }
+  return {
+    bwrap,
+    nsenter,
+    unshare,
+    ip,
+    slirp4netns,
+    nft,
+    perl: perl?.startsWith("/usr/") ? perl : undefined
+  }
+})
