@@ -15,6 +15,7 @@ import { KeysView } from "./views/Keys.js"
 import { MachineView } from "./views/Machine.js"
 import { MachinesView } from "./views/Machines.js"
 import { MembersView } from "./views/Members.js"
+import { WebhooksView } from "./views/Webhooks.js"
 
 const App = () => {
   const route = useRoute()
@@ -64,6 +65,9 @@ const App = () => {
               <a href={href(membership.id, "members")} aria-current={section === "members" ? "page" : undefined}>
                 Members
               </a>
+              <a href={href(membership.id, "webhooks")} aria-current={section === "webhooks" ? "page" : undefined}>
+                Webhooks
+              </a>
             </>
           )}
           <a href={`${uiUrl}/account`}>Account</a>
@@ -96,6 +100,7 @@ const View = (
   const [section, id, sub] = path
   if (section === "keys") return <KeysView organization={organization} can={can} />
   if (section === "members") return <MembersView organization={organization} can={can} />
+  if (section === "webhooks") return <WebhooksView organization={organization} can={can} />
   if (section === "machines" && id !== undefined) {
     return <MachineView key={id} organization={organization} id={id} tab={sub ?? "overview"} can={can} />
   }

@@ -32,3 +32,9 @@ import type { SnapshotDto } from "../../src/snapshots/Api.js"
 export type Environment = typeof EnvironmentDto.Type
 export type Snapshot = SnapshotDto
 export type RoleLists = typeof Roles
+
+import type { WebhookDeliveryDto, WebhookDto, WebhookSecretDto } from "../../src/webhooks/Api.js"
+
+export type Webhook = typeof WebhookDto.Type
+export type WebhookSecret = typeof WebhookSecretDto.Type
+export type WebhookDelivery = typeof WebhookDeliveryDto.Type

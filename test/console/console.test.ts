@@ -6,11 +6,13 @@
  * Delete, Stop or "New machine" (the server refuses them anyway: test/api covers the roles).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Redacted } from "effect"
+import * as NodeCrypto from "node:crypto"
 import type { BrowserContext, Page } from "playwright-core"
 import { newPage, screenshot, step, unlabelledFields } from "../support/Browser.js"
 import { request } from "../support/Http.js"
 import { joined } from "../support/Members.js"
+import { httpReceiver } from "../support/Receivers.js"
 import { codeFrom, latestMailTo, signIn } from "../support/SignIn.js"
 import { startServer, type TestServer } from "../support/TestServer.js"
 
@@ -161,5 +163,43 @@ describe("console", () => {
         assert.strictEqual(signedOut.status, 303)
       }),
     { timeout: 60_000 }
+  )
+
+  it.scopedLive(
+    "an owner creates a webhook (its secret shown once) and sees its first delivery",
+    () =>
+      Effect.gen(function*() {
+        const server = yield* startServer({
+          secretKeys: { kind: "given", keys: [Redacted.make(NodeCrypto.randomBytes(32))] }
+        })
+        const owner = yield* signIn(server, "hooks@example.com")
+        const organization = (yield* owner.http("GET", "/v1/me")).body.organizations[0].id as string
+        const receiver = yield* httpReceiver()
+        const { context, page } = yield* newPage()
+        yield* useCookies(context, server, owner.jar.cookies)
+        yield* step(() => page.goto(`${server.url}/#/o/${organization}/webhooks`))
+        yield* step(() => page.getByText("No webhooks.").waitFor())
+        yield* step(() => page.getByRole("button", { name: "New webhook" }).click())
+        assert.deepStrictEqual(yield* unlabelledFields(page), [])
+        yield* step(() => page.getByLabel("Name", { exact: true }).fill("ci"))
+        yield* step(() => page.getByLabel("URL", { exact: true }).fill(receiver.url))
+        yield* step(() => page.getByRole("button", { name: "Create webhook" }).click())
+        const secret = yield* step(() => page.locator(".secret code").textContent())
+        assert.match(secret!, /^whsec_/)
+        const created = yield* owner.http("POST", "/v1/machines", {
+          headers: { ...owner.withCsrf, "x-organization-id": organization },
+          json: { name: "hooked", start: false }
+        })
+        assert.strictEqual(created.status, 202, created.text)
+        const card = page.getByRole("article", { name: "ci" })
+        yield* step(() => card.getByRole("button", { name: "Deliveries" }).click())
+        yield* step(() => card.getByText(/machine\.created succeeded/).waitFor({ timeout: 60_000 }))
+        yield* screenshot(page, "console-webhooks")
+        // Reloaded, the secret is gone: it was shown once.
+        yield* step(() => page.reload())
+        yield* step(() => card.waitFor())
+        assert.strictEqual(yield* step(() => page.locator(".secret").count()), 0)
+      }),
+    { timeout: 120_000 }
   )
 })
