@@ -202,4 +202,54 @@ describe("console", () => {
       }),
     { timeout: 120_000 }
   )
+
+  it.scopedLive(
+    "an owner invites in the console; the invitee accepts in a second browser and sees the organization",
+    () =>
+      Effect.gen(function*() {
+        const server = yield* startServer()
+        const owner = yield* signIn(server, "boss@example.com")
+        const organization = (yield* owner.http("GET", "/v1/me")).body.organizations[0].id as string
+        const first = yield* newPage()
+        yield* useCookies(first.context, server, owner.jar.cookies)
+        yield* step(() => first.page.goto(`${server.url}/#/o/${organization}/members`))
+        yield* step(() => first.page.getByLabel("Email address", { exact: true }).fill("grace@example.com"))
+        yield* step(() => first.page.getByLabel("Role", { exact: true }).selectOption("operator"))
+        yield* step(() => first.page.getByRole("button", { name: "Invite", exact: true }).click())
+        yield* step(() =>
+          first.page.getByRole("list", { name: "Open invitations" }).getByText("grace@example.com").waitFor()
+        )
+        yield* screenshot(first.page, "console-members")
+        const link = /(http:\/\/\S+\/invitations\/accept\?token=\S+)/.exec(
+          (yield* latestMailTo(server, "grace@example.com")).text
+        )![1]!
+
+        // The invitee, in a browser of their own: signs in on the way, accepts, and lands in the console.
+        const second = yield* newPage({ phone: true })
+        yield* step(() => second.page.goto(link))
+        yield* step(() => second.page.getByLabel("Email address", { exact: true }).fill("grace@example.com"))
+        yield* step(() => second.page.getByRole("button", { name: "Email me a code" }).click())
+        yield* step(() => second.page.getByLabel("6-digit code").waitFor())
+        const code = codeFrom((yield* latestMailTo(server, "grace@example.com")).text)!
+        yield* step(() => second.page.getByLabel("6-digit code").fill(code))
+        yield* step(() => second.page.keyboard.press("Enter"))
+        yield* step(() => second.page.waitForURL(link))
+        yield* step(() => second.page.getByRole("button", { name: "Accept invitation" }).click())
+        yield* step(() => second.page.getByRole("link", { name: "Continue to your account" }).click())
+        yield* step(() => second.page.waitForURL(`${server.url}/`))
+        yield* step(() => second.page.goto(`${server.url}/#/o/${organization}/machines`))
+        yield* step(() => second.page.getByText("No machines yet").waitFor())
+        assert.match((yield* step(() => second.page.locator("#organizations").textContent()))!, /\(operator\)/)
+        // An operator may create machines, not manage members.
+        assert.strictEqual(yield* step(() => second.page.getByRole("button", { name: "New machine" }).count()), 1)
+        yield* step(() => second.page.goto(`${server.url}/#/o/${organization}/members`))
+        yield* step(() => second.page.getByRole("row", { name: "grace@example.com" }).waitFor())
+        assert.strictEqual(yield* step(() => second.page.getByRole("button", { name: "Invite" }).count()), 0)
+
+        // And the owner's console lists the new member.
+        yield* step(() => first.page.reload())
+        yield* step(() => first.page.getByRole("row", { name: "grace@example.com" }).waitFor())
+      }),
+    { timeout: 120_000 }
+  )
 })
