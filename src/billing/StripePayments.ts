@@ -1,13 +1,16 @@
 /**
  * The Payments port over Stripe's official client. `SVC_STRIPE_API_BASE` points it at a
- * Stripe-compatible server (the tests start one on loopback). Every call has a timeout; a failure
+ * Stripe-compatible server (the tests start one on loopback). Over https it trusts the CAs of
+ * `SVC_EXTRA_CA_CERTS` besides Node's (a TLS-inspecting proxy's). Every call has a timeout; a failure
  * or timeout answers 502 `payment_provider_error`. Checkout Sessions carry `client_reference_id`
  * and the metadata `{organization_id, purpose, credit_packs, plan, end_trial}` so their events
  * find their organization.
  */
 import { Effect, Layer, Redacted } from "effect"
+import * as NodeHttps from "node:https"
 import Stripe from "stripe"
 import { AppConfig, type StripeSettings } from "../kernel/config/AppConfig.js"
+import { trustedCas } from "../kernel/tls/TrustedCas.js"
 import { InvalidSignature, PaymentProviderError } from "./Errors.js"
 import { Payments, type PaymentsShape } from "./Payments.js"
 
@@ -17,12 +20,14 @@ const signatureTolerance = 300
 /** Stripe amounts are cents; ours are micros. */
 const cents = (micros: number) => Math.round(micros / 10_000)
 
-const clientOf = (settings: StripeSettings) => {
+const clientOf = (settings: StripeSettings, extraCaCerts: ReadonlyArray<string> | undefined) => {
   const base = settings.apiBase === undefined ? undefined : new URL(settings.apiBase)
+  const ca = base?.protocol === "http:" ? undefined : trustedCas(extraCaCerts)
   return new Stripe(Redacted.value(settings.secretKey), {
     maxNetworkRetries: 1,
     timeout: (settings.timeoutSeconds ?? 10) * 1000,
     telemetry: false,
+    ...(ca === undefined ? {} : { httpAgent: new NodeHttps.Agent({ keepAlive: true, ca: [...ca] }) }),
     ...(base === undefined ? {} : {
       host: base.hostname,
       port: base.port === "" ? (base.protocol === "https:" ? 443 : 80) : Number(base.port),
@@ -40,8 +45,12 @@ const call = <A>(what: string, run: () => Promise<A>) =>
       })
   })
 
-export const make = (settings: StripeSettings, returnUrl: string): PaymentsShape => {
-  const stripe = clientOf(settings)
+export const make = (
+  settings: StripeSettings,
+  returnUrl: string,
+  extraCaCerts?: ReadonlyArray<string>
+): PaymentsShape => {
+  const stripe = clientOf(settings, extraCaCerts)
   const secret = Redacted.value(settings.webhookSecret)
   return {
     available: true,
@@ -153,6 +162,6 @@ export const make = (settings: StripeSettings, returnUrl: string): PaymentsShape
 export const layer = Layer.unwrapEffect(
   Effect.map(AppConfig, (config) =>
     config.billing === "metered" && config.stripe !== undefined
-      ? Layer.succeed(Payments, make(config.stripe, `${config.uiUrl}/billing`))
+      ? Layer.succeed(Payments, make(config.stripe, `${config.uiUrl}/billing`, config.extraCaCerts))
       : Payments.none)
 )

@@ -1,7 +1,8 @@
 /**
  * OIDC sign-in through `openid-client` (the certified relying party): discovery from the issuer
  * (an `http://` issuer only on a loopback host), authorization code with PKCE (S256), `state` and
- * `nonce`, scopes `openid email profile`.
+ * `nonce`, scopes `openid email profile`. Every request to the provider trusts the CAs of
+ * `SVC_EXTRA_CA_CERTS` besides Node's (src/kernel/tls/TrustedCas.ts).
  *
  * A sign-in under way is a row keyed by the hash of its `state`, used once, for ten minutes, and
  * bound to the browser that started it by the `svc_oidc` cookie: the PKCE verifier and the nonce
@@ -15,6 +16,7 @@ import { AppConfig, loopbackHttp, type OidcProviderConfig } from "../kernel/conf
 import { randomToken, safeEqual, sha256 } from "../kernel/crypto/Tokens.js"
 import { uuidv7 } from "../kernel/domain/Ids.js"
 import { RateLimiter } from "../kernel/http/RateLimiter.js"
+import { trustingFetch } from "../kernel/tls/TrustedCas.js"
 import { Accounts, type SignedIn } from "./Accounts.js"
 import { safeReturnTo } from "./EmailSignIn.js"
 import { OidcSignInsRepo } from "./OidcSignInsRepo.js"
@@ -55,6 +57,17 @@ const unreachable = (error: unknown): boolean => {
   return cause !== undefined && cause !== error && unreachable(cause)
 }
 
+/** An error with its causes ("fetch failed: self-signed certificate in certificate chain"). */
+const described = (error: unknown): string => {
+  const parts: Array<string> = []
+  for (let at: unknown = error; at !== undefined && at !== null && parts.length < 5;) {
+    parts.push(at instanceof Error ? at.message : String(at))
+    const cause = (at as { cause?: unknown }).cause
+    at = cause === at ? undefined : cause
+  }
+  return parts.join(": ")
+}
+
 const make = Effect.gen(function*() {
   const config = yield* AppConfig
   const repo = yield* OidcSignInsRepo
@@ -62,6 +75,7 @@ const make = Effect.gen(function*() {
   const rateLimiter = yield* RateLimiter
   const redirectUri = `${config.baseUrl}/v1/auth/callback`
   const discovered = new Map<string, Oidc.Configuration>()
+  const customFetch = trustingFetch(config.extraCaCerts)
 
   const providerNamed = (name: string | undefined) => {
     const chosen = name === undefined
@@ -82,10 +96,12 @@ const make = Effect.gen(function*() {
           const issuer = new URL(provider.issuer)
           return Oidc.discovery(issuer, provider.client_id, undefined, Oidc.ClientSecretPost(provider.client_secret), {
             timeout: 10,
-            ...(loopbackHttp(issuer) ? { execute: [Oidc.allowInsecureRequests] } : {})
+            ...(loopbackHttp(issuer) ? { execute: [Oidc.allowInsecureRequests] } : {}),
+            ...(customFetch === undefined ? {} : { [Oidc.customFetch]: customFetch })
           })
         },
-        catch: (error) => new SignInFailed({ code: "oidc_unavailable", reason: `discovery failed: ${String(error)}` })
+        catch: (error) =>
+          new SignInFailed({ code: "oidc_unavailable", reason: `discovery failed: ${described(error)}` })
       }).pipe(Effect.tap((configuration) => Effect.sync(() => discovered.set(provider.name, configuration))))
     })
 
@@ -164,7 +180,7 @@ const make = Effect.gen(function*() {
           catch: (cause) =>
             new SignInFailed({
               code: unreachable(cause) ? "oidc_unavailable" : "oidc_failed",
-              reason: `code exchange failed: ${String(cause)}`
+              reason: `code exchange failed: ${described(cause)}`
             })
         })
         const claims = tokens.claims()
@@ -175,7 +191,7 @@ const make = Effect.gen(function*() {
           catch: (cause) =>
             new SignInFailed({
               code: unreachable(cause) ? "oidc_unavailable" : "oidc_failed",
-              reason: `userinfo failed: ${String(cause)}`
+              reason: `userinfo failed: ${described(cause)}`
             })
         })
         const identity = {

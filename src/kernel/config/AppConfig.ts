@@ -4,11 +4,13 @@
  * variable; the CLI prints it as one line and stops.
  */
 import { Config, ConfigError, Context, Effect, Either, Layer, Option, Redacted, Schema } from "effect"
+import * as NodeFs from "node:fs"
 import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
 import { fileURLToPath } from "node:url"
 import { parseCidr } from "../domain/Cidr.js"
 import { portsUrlProblem } from "../domain/Ports.js"
+import { certificatesIn } from "../tls/Certificates.js"
 import { sizesSetting, type SizeTable } from "./MachineSizes.js"
 
 export type Runtime = "sandbox" | "docker" | "process"
@@ -96,6 +98,11 @@ export interface AppConfigShape {
    * tests shorten it. Absent: `defaultFileOperationSeconds` (60).
    */
   readonly fileOperationSeconds?: number | undefined
+  /**
+   * `SVC_EXTRA_CA_CERTS`: the certificates (PEM, one each) of the file it names, trusted by every
+   * outbound TLS client besides Node's defaults (src/kernel/tls/TrustedCas.ts). Absent: none.
+   */
+  readonly extraCaCerts?: ReadonlyArray<string> | undefined
 }
 
 export interface AbuseGuardSettings {
@@ -445,6 +452,23 @@ const stripeSetting = Effect.gen(function*() {
   return settings
 })
 
+/** `SVC_EXTRA_CA_CERTS`: a PEM file read and checked now, so that a wrong path stops the start. */
+const extraCaCerts = Config.string("SVC_EXTRA_CA_CERTS").pipe(
+  Config.option,
+  Config.mapOrFail((value): Parsed<ReadonlyArray<string> | undefined> => {
+    if (Option.isNone(value) || value.value.trim() === "") return ok(undefined)
+    const file = value.value.trim()
+    let text: string
+    try {
+      text = NodeFs.readFileSync(file, "utf8")
+    } catch (error) {
+      return bad("SVC_EXTRA_CA_CERTS", `cannot read ${file}: ${(error as Error).message}`)
+    }
+    const found = certificatesIn(text)
+    return typeof found === "string" ? bad("SVC_EXTRA_CA_CERTS", `${file} ${found}`) : ok(found)
+  })
+)
+
 const databaseFile = (dataDir: string) =>
   Config.string("SVC_DATABASE_URL").pipe(
     Config.option,
@@ -499,6 +523,7 @@ const load = Effect.gen(function*() {
     trialCardCheck: yield* Config.boolean("SVC_TRIAL_CARD_CHECK").pipe(Config.withDefault(false)),
     stripe: yield* stripeSetting,
     webhookAllowPrivate: yield* Config.boolean("SVC_WEBHOOK_ALLOW_PRIVATE").pipe(Config.withDefault(false)),
+    extraCaCerts: yield* extraCaCerts,
     logLevel: yield* Config.literal("all", "trace", "debug", "info", "warning", "error", "fatal", "none")(
       "SVC_LOG_LEVEL"
     ).pipe(Config.withDefault("info")),

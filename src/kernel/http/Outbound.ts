@@ -13,14 +13,15 @@
  * URL parser before the check. Redirects are never followed (a 3xx is an answer like any other),
  * each request waits at most 10 s, and at most 1 KiB of the answer's body is read.
  * `SVC_WEBHOOK_ALLOW_PRIVATE=true` allows http, any port and any address (homelabs, tests).
+ * Certificates are verified against Node's CAs and those of `SVC_EXTRA_CA_CERTS`.
  */
 import { Context, Data, Effect, Layer } from "effect"
 import * as NodeDns from "node:dns"
 import * as NodeHttp from "node:http"
 import * as NodeHttps from "node:https"
 import * as NodeNet from "node:net"
-import * as NodeTls from "node:tls"
 import { AppConfig } from "../config/AppConfig.js"
+import { trustedCas } from "../tls/TrustedCas.js"
 
 export class UnsafeUrl extends Data.TaggedError("UnsafeUrl")<{ readonly reason: string }> {}
 
@@ -242,8 +243,8 @@ export interface OutboundShape {
 }
 
 export interface OutboundOptions extends UrlPolicy {
-  /** Extra trusted CAs (PEM), for tests; production uses the system's (and NODE_EXTRA_CA_CERTS). */
-  readonly ca?: ReadonlyArray<string> | undefined
+  /** CAs trusted besides Node's (`SVC_EXTRA_CA_CERTS`, PEM each). */
+  readonly extraCaCerts?: ReadonlyArray<string> | undefined
   readonly resolve?: Resolve | undefined
   readonly timeoutMillis?: number | undefined
 }
@@ -252,10 +253,8 @@ export const make = (options: OutboundOptions): OutboundShape & { readonly close
   const policy = { allowPrivate: options.allowPrivate }
   const lookup = connectLookup(policy, options.resolve) as unknown as NodeNet.LookupFunction
   const agentOptions = { keepAlive: true, maxSockets: 64, lookup }
-  const https = new NodeHttps.Agent({
-    ...agentOptions,
-    ...(options.ca === undefined ? {} : { ca: [...NodeTls.rootCertificates, ...options.ca] })
-  })
+  const ca = trustedCas(options.extraCaCerts)
+  const https = new NodeHttps.Agent({ ...agentOptions, ...(ca === undefined ? {} : { ca: [...ca] }) })
   const http = new NodeHttp.Agent(agentOptions)
   const timeout = options.timeoutMillis ?? timeoutMillis
   const post: OutboundShape["post"] = (url, headers, body) =>
@@ -329,7 +328,7 @@ export class Outbound extends Context.Tag("svc/http/Outbound")<Outbound, Outboun
     Outbound,
     Effect.flatMap(AppConfig, (config) =>
       Effect.acquireRelease(
-        Effect.sync(() => make({ allowPrivate: config.webhookAllowPrivate })),
+        Effect.sync(() => make({ allowPrivate: config.webhookAllowPrivate, extraCaCerts: config.extraCaCerts })),
         (outbound) => Effect.sync(() => outbound.close())
       ))
   )
