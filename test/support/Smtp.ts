@@ -1,24 +1,39 @@
-/** A real SMTP server (smtp-server) on a loopback port that accepts `svc`/`secret` and records what it gets. */
+/**
+ * A real SMTP server (smtp-server) on a loopback port that accepts `svc`/`secret` and records what
+ * it gets: plain, with STARTTLS, or TLS from the first byte (`smtps://`), with a certificate of the
+ * test CA (Tls.ts) for 127.0.0.1.
+ */
 import { Effect } from "effect"
 import { SMTPServer } from "smtp-server"
 import { freePort } from "./TestServer.js"
+import type { ServerCertificate } from "./Tls.js"
 
 export interface Received {
   readonly from: string | undefined
   readonly to: ReadonlyArray<string>
   readonly data: string
+  /** Whether the session was over TLS when the message came. */
+  readonly secure: boolean
+}
+
+export interface SmtpTls {
+  readonly certificate: ServerCertificate
+  /** `starttls`: plain first, upgraded on STARTTLS; `implicit`: TLS from the first byte. */
+  readonly mode: "starttls" | "implicit"
 }
 
 /** `refuse`: how many messages it answers with a temporary failure (451) before it takes them. */
-export const smtpServerRefusing = (refuse: number) =>
+export const smtpServerRefusing = (refuse: number, tls?: SmtpTls) =>
   Effect.gen(function*() {
     const port = yield* freePort
     const received: Array<Received> = []
     let refused = 0
     const server = new SMTPServer({
       authOptional: false,
-      allowInsecureAuth: true,
-      disabledCommands: ["STARTTLS"],
+      allowInsecureAuth: tls === undefined,
+      ...(tls === undefined
+        ? { disabledCommands: ["STARTTLS"] }
+        : { key: tls.certificate.key, cert: tls.certificate.cert, secure: tls.mode === "implicit" }),
       onAuth: (auth, _session, callback) =>
         auth.username === "svc" && auth.password === "secret"
           ? callback(null, { user: "svc" })
@@ -34,19 +49,24 @@ export const smtpServerRefusing = (refuse: number) =>
           received.push({
             from: session.envelope.mailFrom === false ? undefined : session.envelope.mailFrom.address,
             to: session.envelope.rcptTo.map((rcpt) => rcpt.address),
-            data: Buffer.concat(chunks).toString("utf8")
+            data: Buffer.concat(chunks).toString("utf8"),
+            secure: session.secure
           })
           callback()
         })
       }
     })
+    // A client that refuses the certificate ends the handshake: an error the server reports.
+    const errors: Array<string> = []
+    server.on("error", (error) => errors.push(error.message))
     yield* Effect.acquireRelease(
       Effect.async<void>((resume) => {
         server.listen(port, "127.0.0.1", () => resume(Effect.void))
       }),
       () => Effect.async<void>((resume) => server.close(() => resume(Effect.void)))
     )
-    return { port, received, url: `smtp://svc:secret@127.0.0.1:${port}`, refused: () => refused }
+    const scheme = tls?.mode === "implicit" ? "smtps" : "smtp"
+    return { port, received, errors, url: `${scheme}://svc:secret@127.0.0.1:${port}`, refused: () => refused }
   })
 
 export const smtpServer = smtpServerRefusing(0)

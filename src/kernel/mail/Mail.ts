@@ -47,7 +47,7 @@ export const layer = Layer.scoped(
       case "outbox":
         return make(from, yield* outboxTransport(config.mail.dir))
       case "smtp":
-        return make(from, yield* smtpTransport(config.mail.url))
+        return make(from, yield* smtpTransport(config.mail.url, config.extraCaCerts))
     }
   })
 )
