@@ -1,11 +1,10 @@
-/** Webhook receivers for tests: plain HTTP and HTTPS (a self-signed CA made with openssl). */
+/** Webhook receivers for tests: plain HTTP and HTTPS (with a certificate of the test CA, Tls.ts). */
 import { Effect } from "effect"
-import * as NodeChild from "node:child_process"
 import * as NodeFs from "node:fs"
 import * as NodeHttp from "node:http"
 import * as NodeHttps from "node:https"
 import type * as NodeNet from "node:net"
-import * as NodePath from "node:path"
+import { makeCa } from "./Tls.js"
 
 export interface Received {
   readonly headers: Record<string, string>
@@ -55,56 +54,11 @@ export const httpReceiver = (mode: Receiver["mode"] = 200) =>
     return receiver
   })
 
-/** A CA and a certificate for `localhost` and 127.0.0.1 signed by it, in `dir`. */
+/** A CA and a certificate for `localhost` and 127.0.0.1 signed by it, in `dir` (files). */
 export const makeCertificates = (dir: string) => {
-  const file = (name: string) => NodePath.join(dir, name)
-  const openssl = (...args: Array<string>) => NodeChild.execFileSync("openssl", args, { stdio: "ignore" })
-  openssl(
-    "req",
-    "-x509",
-    "-newkey",
-    "rsa:2048",
-    "-nodes",
-    "-days",
-    "2",
-    "-subj",
-    "/CN=svc test CA",
-    "-keyout",
-    file("ca.key"),
-    "-out",
-    file("ca.pem")
-  )
-  openssl(
-    "req",
-    "-newkey",
-    "rsa:2048",
-    "-nodes",
-    "-subj",
-    "/CN=localhost",
-    "-keyout",
-    file("server.key"),
-    "-out",
-    file("server.csr")
-  )
-  NodeFs.writeFileSync(file("ext.cnf"), "subjectAltName=DNS:localhost,IP:127.0.0.1\n")
-  openssl(
-    "x509",
-    "-req",
-    "-in",
-    file("server.csr"),
-    "-CA",
-    file("ca.pem"),
-    "-CAkey",
-    file("ca.key"),
-    "-CAcreateserial",
-    "-days",
-    "2",
-    "-extfile",
-    file("ext.cnf"),
-    "-out",
-    file("server.pem")
-  )
-  return { ca: file("ca.pem"), key: file("server.key"), cert: file("server.pem") }
+  const ca = makeCa(dir)
+  const server = ca.issue("localhost", "127.0.0.1")
+  return { ca: ca.caFile, key: server.keyFile, cert: server.certFile }
 }
 
 export const httpsReceiver = (certificates: ReturnType<typeof makeCertificates>, mode: Receiver["mode"] = 200) =>
