@@ -65,6 +65,21 @@ describe("trusted proxies", () => {
   )
 
   it.scopedLive(
+    "with an https base URL the session, CSRF and sign-in cookies are Secure, whatever a proxy says",
+    () =>
+      Effect.gen(function*() {
+        const server = yield* startServer({ baseUrl: "https://svc.example.com", trustedProxies: ["127.0.0.1/32"] })
+        for (const headers of [{}, { "x-forwarded-proto": "http" }]) {
+          const cookies = yield* signInCookies(server, `https${Object.keys(headers).length}@example.com`, headers)
+          for (const name of ["svc_session", "svc_csrf", "svc_email_state"]) {
+            assert.isTrue(secure(cookies[name]), `${name}: ${cookies[name]}`)
+          }
+        }
+      }),
+    120_000
+  )
+
+  it.scopedLive(
     "behind a trusted proxy, thirty sign-in starts from different clients do not lock each other out",
     () =>
       Effect.gen(function*() {
