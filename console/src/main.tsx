@@ -15,6 +15,7 @@ import { KeysView } from "./views/Keys.js"
 import { MachineView } from "./views/Machine.js"
 import { MachinesView } from "./views/Machines.js"
 import { MembersView } from "./views/Members.js"
+import { TemplatesView } from "./views/Snapshots.js"
 import { WebhooksView } from "./views/Webhooks.js"
 
 const App = () => {
@@ -61,6 +62,9 @@ const App = () => {
               <a href={href(membership.id, "machines")} aria-current={section === "machines" ? "page" : undefined}>
                 Machines
               </a>
+              <a href={href(membership.id, "templates")} aria-current={section === "templates" ? "page" : undefined}>
+                Templates
+              </a>
               <a href={href(membership.id, "keys")} aria-current={section === "keys" ? "page" : undefined}>Keys</a>
               <a href={href(membership.id, "members")} aria-current={section === "members" ? "page" : undefined}>
                 Members
@@ -100,6 +104,7 @@ const View = (
   const [section, id, sub] = path
   if (section === "keys") return <KeysView organization={organization} can={can} />
   if (section === "members") return <MembersView organization={organization} can={can} />
+  if (section === "templates") return <TemplatesView organization={organization} can={can} />
   if (section === "webhooks") return <WebhooksView organization={organization} can={can} />
   if (section === "machines" && id !== undefined) {
     return <MachineView key={id} organization={organization} id={id} tab={sub ?? "overview"} can={can} />

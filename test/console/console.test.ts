@@ -252,4 +252,38 @@ describe("console", () => {
       }),
     { timeout: 120_000 }
   )
+
+  it.scopedLive(
+    "a snapshot taken in the console, saved as a template, offered to new machines",
+    () =>
+      Effect.gen(function*() {
+        const server = yield* startServer()
+        const owner = yield* signIn(server, "snap@example.com")
+        const organization = (yield* owner.http("GET", "/v1/me")).body.organizations[0].id as string
+        const created = yield* owner.http("POST", "/v1/machines", {
+          headers: { ...owner.withCsrf, "x-organization-id": organization },
+          json: { name: "base", start: false }
+        })
+        assert.strictEqual(created.status, 202, created.text)
+        const { context, page } = yield* newPage()
+        yield* useCookies(context, server, owner.jar.cookies)
+        yield* step(() => page.goto(`${server.url}/#/o/${organization}/machines/${created.body.machine_id}/snapshots`))
+        yield* step(() => page.locator(".badge", { hasText: /^stopped$/ }).waitFor({ timeout: 90_000 }))
+        yield* step(() => page.getByRole("button", { name: "Snapshot", exact: true }).click())
+        yield* step(() => page.getByRole("cell", { name: "ready", exact: true }).waitFor({ timeout: 90_000 }))
+        yield* step(() => page.getByLabel("Template name").fill("golden"))
+        yield* step(() => page.getByRole("button", { name: "Save as template" }).click())
+        yield* step(() => page.getByRole("link", { name: "Templates", exact: true }).click())
+        yield* step(() => page.getByRole("row", { name: "golden" }).waitFor({ timeout: 90_000 }))
+        yield* screenshot(page, "console-templates")
+        yield* step(() => page.getByRole("link", { name: "Machines", exact: true }).click())
+        yield* step(() => page.getByRole("button", { name: "New machine" }).click())
+        yield* step(() =>
+          page.getByLabel("Template", { exact: true }).locator("option", { hasText: "golden" }).waitFor({
+            state: "attached"
+          })
+        )
+      }),
+    { timeout: 180_000 }
+  )
 })

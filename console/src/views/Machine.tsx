@@ -11,6 +11,7 @@ import { go, href } from "../route.js"
 import type { Accepted, Machine, Operation, OperationPage } from "../types.js"
 import { decode64, ErrorLine, StateBadge, when } from "../ui.js"
 import { MachineActions } from "./Machines.js"
+import { MachineSnapshots } from "./Snapshots.js"
 
 const Terminal = lazy(() => import("./Terminal.js").then((module) => module.TerminalView))
 
@@ -37,7 +38,7 @@ export const MachineView = (
       ? <p aria-busy="true">Loading…</p>
       : <ErrorLine error={machine.error} />
   }
-  const tabs = ["overview", "terminal", "files", "operations"] as const
+  const tabs = ["overview", "terminal", "files", "snapshots", "operations"] as const
   return (
     <section aria-labelledby="machine-title">
       <p>
@@ -69,6 +70,8 @@ export const MachineView = (
           : <p class="empty">Your role cannot open terminals.</p>
         : tab === "files"
         ? <Files machine={m} can={can} />
+        : tab === "snapshots"
+        ? <MachineSnapshots machine={m} organization={organization} can={can} />
         : tab === "operations"
         ? <Operations id={id} />
         : <Overview machine={m} can={can} />}
