@@ -19,7 +19,7 @@ import {
 } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Chunk, Context, Effect, Layer, Option } from "effect"
-import { createServer } from "node:http"
+import { createServer, type Server } from "node:http"
 import * as NodeZlib from "node:zlib"
 import { AgentsHandlers } from "./agents/Http.js"
 import { AlertsHandlers } from "./alerts/Http.js"
@@ -155,6 +155,22 @@ export const RoutesLive = Layer.unwrapEffect(
 )
 
 /**
+ * Stopping the server waits for the answers in flight for up to `drainMillis`, then drops the
+ * connections still open (a half-sent request, an event stream, a proxied socket): Node's close
+ * waits for every one of them, so one client could hold svc's shutdown after SIGTERM forever.
+ */
+const drainMillis = 5_000
+
+const closingWithin = (server: Server) => {
+  const close = server.close.bind(server)
+  server.close = (callback) => {
+    setTimeout(() => server.closeAllConnections(), drainMillis).unref()
+    return close(callback)
+  }
+  return server
+}
+
+/**
  * A Node HTTP server on `host` and `port` whose port proxy requests and upgrades go to the port
  * proxy (src/ports/Proxy.ts), and terminal WebSockets to src/terminals/Socket.ts, before the
  * Effect app sees them. The proxy looks first: on a port's own origin (`SVC_PORTS_URL`) every
@@ -165,7 +181,10 @@ export const nodeServerOn = (options: { readonly host: string; readonly port: nu
     Effect.map(
       Effect.all([makePortProxy, makeTerminalSockets]),
       ([proxy, terminals]) =>
-        NodeHttpServer.layer(() => withPortProxy(withTerminalSockets(createServer(), terminals), proxy), options)
+        NodeHttpServer.layer(
+          () => closingWithin(withPortProxy(withTerminalSockets(createServer(), terminals), proxy)),
+          options
+        )
     )
   )
 

@@ -8,6 +8,7 @@ import { Console, Effect, Layer } from "effect"
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
 import * as AppConfig from "../kernel/config/AppConfig.js"
+import { makeFolders } from "../kernel/Folders.js"
 import { backupDatabase } from "../kernel/sql/Backup.js"
 import * as DataDirLock from "../kernel/sql/DataDirLock.js"
 import { copyStore } from "../snapshots/store/Backup.js"
@@ -29,7 +30,7 @@ const backup = Command.make("backup", { dataDir, folder }, ({ dataDir, folder })
   Effect.gen(function*() {
     const config = yield* AppConfig.AppConfig
     const target = NodePath.resolve(folder)
-    NodeFs.mkdirSync(target, { recursive: true })
+    makeFolders(target)
     const database = yield* Effect.tryPromise({
       try: () => backupDatabase(config.databaseFile, NodePath.join(target, "svc.db")),
       catch: (error) => `svc: ${(error as Error).message}`

@@ -7,6 +7,7 @@ import { Effect, Schema } from "effect"
 import * as NodeFs from "node:fs"
 import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
+import { makeFolders } from "../kernel/Folders.js"
 
 export const StoredConfig = Schema.Struct({
   url: Schema.optional(Schema.String),
@@ -43,7 +44,7 @@ export class BadConfigFile extends Schema.TaggedError<BadConfigFile>()("BadConfi
 export const writeConfig = (config: StoredConfig) =>
   Effect.sync(() => {
     const path = configPath()
-    NodeFs.mkdirSync(NodePath.dirname(path), { recursive: true, mode: 0o700 })
+    makeFolders(NodePath.dirname(path), 0o700)
     const temporary = `${path}.${process.pid}.tmp`
     NodeFs.writeFileSync(temporary, JSON.stringify(config, null, 2) + "\n", { mode: 0o600 })
     // writeFileSync's mode is masked by the umask and ignored for an existing file: set it outright.

@@ -2,8 +2,24 @@ import { Command, Options } from "@effect/cli"
 import { ConfigProvider, Effect, Layer, Option } from "effect"
 import { AppLive } from "../App.js"
 import * as AppConfig from "../kernel/config/AppConfig.js"
+import { StartFailed } from "./StartRefusals.js"
 
 const flag = (name: string) => Options.text(name).pipe(Options.optional)
+
+/**
+ * Builds the server and keeps it until interrupted, as Layer.launch does; a defect while building
+ * (a file that cannot be read, a folder that cannot be made) is a start that cannot succeed, printed
+ * as one line by src/cli/main.ts, with the whole cause in the debug log.
+ */
+const launch = <E>(app: Layer.Layer<never, E>) =>
+  Effect.scoped(
+    Layer.build(app).pipe(
+      Effect.catchAllDefect((defect) =>
+        Effect.zipRight(Effect.logDebug("the start failed", defect), Effect.fail(new StartFailed({ defect })))
+      ),
+      Effect.zipRight(Effect.never)
+    )
+  )
 
 /** `svc serve`: the first five settings may be given as flags; they win over the environment. */
 export const serve = Command.make(
@@ -24,6 +40,6 @@ export const serve = Command.make(
     set("SVC_RUNTIME", flags.runtime)
     set("SVC_BASE_URL", flags.baseUrl)
     const provider = ConfigProvider.fromMap(overrides).pipe(ConfigProvider.orElse(() => ConfigProvider.fromEnv()))
-    return Layer.launch(AppLive(AppConfig.layer)).pipe(Effect.withConfigProvider(provider))
+    return launch(AppLive(AppConfig.layer)).pipe(Effect.withConfigProvider(provider))
   }
 ).pipe(Command.withDescription("Start the service: API, sign-in pages and workers in one process"))

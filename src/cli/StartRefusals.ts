@@ -1,10 +1,18 @@
 /**
  * Why `svc serve` could not start, as the one line it prints: a malformed setting
- * (`svc: invalid configuration: SVC_X: why`), a data dir held by another process, a port in use.
+ * (`svc: invalid configuration: SVC_X: why`), a data dir held by another process or unusable, a
+ * database that cannot be opened, a port in use, and any other defect while the server was being
+ * built (`svc: cannot start: why`; the whole cause at SVC_LOG_LEVEL=debug).
  */
 import { HttpServerError } from "@effect/platform"
-import { ConfigError } from "effect"
-import { DataDirInUse } from "../kernel/sql/DataDirLock.js"
+import { ConfigError, Data } from "effect"
+import { DatabaseUnusable } from "../kernel/sql/Database.js"
+import { DataDirInUse, DataDirUnusable } from "../kernel/sql/DataDirLock.js"
+
+/** A defect while the server's layers were built (src/cli/Serve.ts): the start cannot succeed. */
+export class StartFailed extends Data.TaggedError("StartFailed")<{ readonly defect: unknown }> {}
+
+const firstLine = (error: unknown) => (error instanceof Error ? error.message : String(error)).split("\n")[0]!
 
 interface Leaf {
   readonly path: ReadonlyArray<string>
@@ -41,7 +49,10 @@ export const describeConfigError = (error: ConfigError.ConfigError) => {
 /** A start that cannot go on for a reason the operator fixes: the one line to print, if it is one. */
 export const startRefusal = (error: unknown): string | undefined => {
   if (ConfigError.isConfigError(error)) return describeConfigError(error)
-  if (error instanceof DataDirInUse) return error.message
+  if (error instanceof DataDirInUse || error instanceof DataDirUnusable || error instanceof DatabaseUnusable) {
+    return error.message
+  }
+  if (error instanceof StartFailed) return startRefusal(error.defect) ?? `svc: cannot start: ${firstLine(error.defect)}`
   if (error instanceof HttpServerError.ServeError) {
     const cause = error.cause as { code?: string; address?: string; port?: number } | undefined
     if (cause?.code === "EADDRINUSE") {

@@ -8,6 +8,7 @@ import { Console, Effect, Option } from "effect"
 import * as NodeChild from "node:child_process"
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
+import { makeFolders } from "../kernel/Folders.js"
 
 export interface UnitSettings {
   readonly bin: string
@@ -82,8 +83,8 @@ export const installSystemd = Command.make(
       if (run("getent", ["group", "svc"]).status !== 0 && run("groupadd", ["--system", "svc"]).status !== 0) {
         return yield* Effect.fail("svc: could not create the system group svc (run as root)")
       }
-      NodeFs.mkdirSync(options.dataDir, { recursive: true, mode: 0o750 })
-      NodeFs.mkdirSync(options.configDir, { recursive: true, mode: 0o750 })
+      makeFolders(options.dataDir, 0o750)
+      makeFolders(options.configDir, 0o750)
       run("chgrp", ["svc", options.dataDir, options.configDir])
       if (!NodeFs.existsSync(environmentFile)) {
         NodeFs.writeFileSync(environmentFile, environmentText(options.dataDir, options.port, options.baseUrl), {
@@ -92,7 +93,7 @@ export const installSystemd = Command.make(
         run("chgrp", ["svc", environmentFile])
       }
       const unitFile = NodePath.join(options.unitDir, "svc.service")
-      NodeFs.mkdirSync(options.unitDir, { recursive: true })
+      makeFolders(options.unitDir)
       NodeFs.writeFileSync(unitFile, unit)
       yield* Console.log(
         `wrote ${unitFile} and ${environmentFile}\nnext: systemctl daemon-reload && systemctl enable --now svc`

@@ -42,7 +42,9 @@ const svc = Command.make("svc").pipe(
   ])
 )
 
-const run = Command.run(svc, { name: "svc", version: "0.1.0" })
+// `svc --version` (and the help's first line): svc's version and the Node it runs on, which for the
+// single file is the one it embeds (bin/build.mjs).
+const run = Command.run(svc, { name: "svc", version: `0.1.0 (node ${process.version})` })
 
 const logLevel = LogLevel.fromLiteral(
   (["All", "Trace", "Debug", "Info", "Warning", "Error", "Fatal", "None"] as const).find((level) =>
@@ -71,6 +73,20 @@ const isRefusal = (cause: Cause.Cause<unknown>) =>
 process.stdout.on("error", (error: NodeJS.ErrnoException) => {
   if (error.code === "EPIPE") process.exit(0)
   throw error
+})
+
+/**
+ * SIGTERM ends svc within a bound: runMain interrupts the program on it and the finalizers stop the
+ * server; should one of them hang, the process still exits, before a service manager's SIGKILL
+ * (the unit's TimeoutStopSec is 30 s: src/cli/Systemd.ts).
+ */
+const stopBoundMillis = 20_000
+process.once("SIGTERM", () => {
+  setTimeout(() => {
+    flushLogs()
+    process.stderr.write(`svc: still stopping ${stopBoundMillis / 1000} s after SIGTERM; exiting\n`)
+    process.exit(1)
+  }, stopBoundMillis).unref()
 })
 
 Effect.gen(function*() {

@@ -10,6 +10,7 @@ import * as NodeCrypto from "node:crypto"
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
 import { AppConfig } from "../config/AppConfig.js"
+import { makeFolders } from "../Folders.js"
 import { ProblemError } from "../http/Problem.js"
 import { safeEqual } from "./Tokens.js"
 
@@ -24,7 +25,7 @@ const keyId = (key: Buffer) => NodeCrypto.createHash("sha256").update(key).diges
 const generatedKey = (dataDir: string) => {
   const file = NodePath.join(dataDir, "secret.key")
   if (!NodeFs.existsSync(file)) {
-    NodeFs.mkdirSync(dataDir, { recursive: true, mode: 0o700 })
+    makeFolders(dataDir, 0o700)
     try {
       NodeFs.writeFileSync(file, NodeCrypto.randomBytes(32).toString("base64") + "\n", { mode: 0o600, flag: "wx" })
     } catch (error) {

@@ -7,11 +7,12 @@ import { Effect } from "effect"
 import * as NodeFs from "node:fs/promises"
 import * as NodePath from "node:path"
 import { uuidv7 } from "../domain/Ids.js"
+import { makeFolders } from "../Folders.js"
 import { MailSendFailed, type Transport } from "./Transport.js"
 
 export const outboxTransport = (dir: string) =>
-  Effect.tryPromise({
-    try: () => NodeFs.mkdir(dir, { recursive: true }),
+  Effect.try({
+    try: () => makeFolders(dir),
     catch: (cause) => new MailSendFailed({ cause })
   }).pipe(
     Effect.orDie,

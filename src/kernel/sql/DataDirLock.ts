@@ -21,6 +21,17 @@ export class DataDirInUse extends Data.TaggedError("DataDirInUse")<{
   }
 }
 
+/** The data dir cannot be made or opened (a path where no folder can be, a file, no permission). */
+export class DataDirUnusable extends Data.TaggedError("DataDirUnusable")<{
+  readonly dataDir: string
+  readonly reason: string
+}> {
+  override get message() {
+    return `svc: cannot use the data dir ${this.dataDir} (${this.reason}); ` +
+      `choose another with --data-dir or SVC_DATA_DIR`
+  }
+}
+
 const holderOf = (pidFile: string) => {
   try {
     return NodeFs.readFileSync(pidFile, "utf8").trim() || "unknown"
@@ -29,32 +40,49 @@ const holderOf = (pidFile: string) => {
   }
 }
 
+const open = (dataDir: string) =>
+  Effect.try({
+    try: () => {
+      privateDataDir(dataDir)
+      privateDatabaseFile(NodePath.join(dataDir, "svc.lock"))
+      return new Sqlite(NodePath.join(dataDir, "svc.lock"))
+    },
+    catch: (error) => new DataDirUnusable({ dataDir, reason: (error as Error).message })
+  })
+
+interface Held {
+  readonly lock: Sqlite.Database
+  readonly pidFile: string
+}
+
 const acquire = (dataDir: string) =>
-  Effect.suspend(() => {
-    privateDataDir(dataDir)
+  Effect.flatMap(open(dataDir), (lock): Effect.Effect<Held, DataDirInUse | DataDirUnusable> => {
     const pidFile = NodePath.join(dataDir, "svc.pid")
-    privateDatabaseFile(NodePath.join(dataDir, "svc.lock"))
-    const lock = new Sqlite(NodePath.join(dataDir, "svc.lock"))
     try {
       lock.pragma("locking_mode = EXCLUSIVE")
       lock.exec("BEGIN EXCLUSIVE")
     } catch (error) {
       lock.close()
-      if ((error as { code?: string }).code !== "SQLITE_BUSY") return Effect.die(error)
+      if ((error as { code?: string }).code !== "SQLITE_BUSY") {
+        return Effect.fail(new DataDirUnusable({ dataDir, reason: (error as Error).message }))
+      }
       return Effect.fail(new DataDirInUse({ dataDir, holder: holderOf(pidFile) }))
     }
     NodeFs.writeFileSync(pidFile, `${process.pid}\n`, { mode: 0o600 })
     return Effect.succeed({ lock, pidFile })
   })
 
-const release = ({ lock, pidFile }: { readonly lock: Sqlite.Database; readonly pidFile: string }) =>
+const release = ({ lock, pidFile }: Held) =>
   Effect.sync(() => {
     NodeFs.rmSync(pidFile, { force: true })
     lock.exec("ROLLBACK")
     lock.close()
   })
 
-/** Held while the layer's scope is open; fails with DataDirInUse when another process holds it. */
+/**
+ * Held while the layer's scope is open; fails with DataDirInUse when another process holds it, with
+ * DataDirUnusable when the folder cannot be made or its lock file opened.
+ */
 export const layer = Layer.scopedDiscard(
   Effect.flatMap(AppConfig, (config) => Effect.acquireRelease(acquire(config.dataDir), release))
 )

@@ -7,10 +7,10 @@
  */
 import { SqlClient } from "@effect/sql"
 import * as Migrator from "@effect/sql/Migrator"
-import { Effect, Layer } from "effect"
-import * as NodeFs from "node:fs"
+import { Cause, Data, Effect, Layer } from "effect"
 import * as NodePath from "node:path"
 import { AppConfig } from "../config/AppConfig.js"
+import { makeFolders } from "../Folders.js"
 import { privateDatabaseFile } from "./FileModes.js"
 import { applyMissing, loader } from "./Migrations.js"
 import * as Sqlite from "./Sqlite.js"
@@ -26,20 +26,37 @@ const pragmas = Effect.gen(function*() {
   yield* sql.unsafe("PRAGMA temp_store = MEMORY")
 })
 
+/** The database file cannot be opened or migrated (not a database, a folder, no permission): a defect, as before. */
+export class DatabaseUnusable extends Data.TaggedError("DatabaseUnusable")<{
+  readonly file: string
+  readonly reason: string
+}> {
+  override get message() {
+    return `svc: cannot open the database ${this.file} (${this.reason})`
+  }
+}
+
 /** A migrated database in `filename` (`:memory:` for tests). */
 export const layerFile = (filename: string) =>
   Layer.effectDiscard(Effect.zipRight(pragmas, migrate)).pipe(
     Layer.provideMerge(
       Layer.unwrapEffect(Effect.sync(() => {
         if (filename !== ":memory:") {
-          NodeFs.mkdirSync(NodePath.dirname(filename), { recursive: true, mode: 0o700 })
+          makeFolders(NodePath.dirname(filename), 0o700)
           privateDatabaseFile(filename)
         }
         return Sqlite.layer(filename)
       }))
     ),
-    Layer.orDie
+    Layer.orDie,
+    Layer.catchAllCause((cause) =>
+      Cause.isInterruptedOnly(cause) ? Layer.failCause(cause) : Layer.die(
+        new DatabaseUnusable({ file: filename, reason: firstLine(Cause.squash(cause)) })
+      )
+    )
   )
+
+const firstLine = (error: unknown) => (error instanceof Error ? error.message : String(error)).split("\n")[0]!
 
 /** The database named by the configuration. */
 export const layer = Layer.unwrapEffect(Effect.map(AppConfig, (config) => layerFile(config.databaseFile)))

@@ -5,6 +5,7 @@
  */
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
+import { makeFolders } from "../Folders.js"
 
 /** Files of the data dir that hold secrets or the database, by name. */
 export const privateFileNames = ["svc.db", "svc.db-wal", "svc.db-shm", "secret.key", "svc.lock", "svc.pid"]
@@ -18,7 +19,7 @@ const tighten = (path: string, mode: number) => {
 
 /** Creates the data dir 0700 (or makes it so) and its existing private files 0600. */
 export const privateDataDir = (dataDir: string) => {
-  NodeFs.mkdirSync(dataDir, { recursive: true, mode: 0o700 })
+  makeFolders(dataDir, 0o700)
   tighten(dataDir, 0o700)
   for (const name of privateFileNames) tighten(NodePath.join(dataDir, name), 0o600)
 }
