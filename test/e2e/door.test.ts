@@ -3,7 +3,7 @@
  * machine cannot take (a NUL byte; a path, an argument or an environment entry over the kernel's
  * limits) answers 422 naming the field and records nothing; a body whose members are all optional
  * may be left out. Raw requests where the typed client cannot send the bad body, the typed client
- * (makeClient) elsewhere; the process driver.
+ * (makeClient) elsewhere.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, ParseResult } from "effect"
@@ -14,7 +14,7 @@ import { startServer } from "../support/TestServer.js"
 
 const setup = Effect.gen(function*() {
   // Room for bodies above one argument's limit (128 KiB), which the door must refuse, not the edge.
-  const server = yield* startServer({ runtime: "process", maxBodyBytes: 4 * 1024 * 1024 })
+  const server = yield* startServer({ maxBodyBytes: 4 * 1024 * 1024 })
   const owner = yield* server.bootstrap("door@example.com")
   const http = client(server.url, { key: owner.api_key })
   const svc = yield* makeClient({ baseUrl: server.url, apiKey: owner.api_key })

@@ -1,7 +1,7 @@
 /**
  * No operation holds a machine's mailbox (extensions.md §4): an operation stuck `uncertain` (a
  * driver action that keeps failing) is ended by a cancel, and a forced stop or a delete cancels
- * what was accepted before it and runs next. Through the typed client, on the process driver with
+ * what was accepted before it and runs next. Through the typed client, on the sandbox driver with
  * one action made to fail every time.
  */
 import { assert, describe, it } from "@effect/vitest"
@@ -16,7 +16,7 @@ import { startServer } from "../support/TestServer.js"
  * whose command is `impossible` fails as the driver fails what it knows can never succeed.
  */
 const setup = Effect.gen(function*() {
-  const server = yield* startServer({ runtime: "process" }, (inner) => ({
+  const server = yield* startServer({}, (inner) => ({
     ...inner,
     exec: (id, request, onOutput) =>
       request.argv[0] === "stuck"

@@ -1,7 +1,7 @@
 /**
  * The real service on a loopback port, in this process: a real SQLite file in a temp data dir, the
- * outbox mail transport, and the same routes and services as `svc serve`. Built inside the test's
- * scope, so its Clock is the test's TestClock.
+ * outbox mail transport, the sandbox driver, and the same routes and services as `svc serve`. Built
+ * inside the test's scope, so its Clock is the test's TestClock.
  */
 import { HttpServer } from "@effect/platform"
 import { Context, Effect, Layer, Option } from "effect"
@@ -66,7 +66,8 @@ export const testConfig = (dataDir: string, port: number, overrides: Partial<App
   uiUrl: `http://127.0.0.1:${port}`,
   dataDir,
   databaseFile: NodePath.join(dataDir, "svc.db"),
-  runtime: "process",
+  // What users run (docs/drivers.md); a test on the process driver says why at its opt-out.
+  runtime: "sandbox",
   operatorToken: Option.none(),
   secretKeys: { kind: "none" },
   mail: { kind: "outbox", dir: NodePath.join(dataDir, "outbox") },
