@@ -28,8 +28,8 @@ const setup = (maxBodyBytes: number) =>
       NodeFs.writeFileSync(path, NodeCrypto.randomBytes(size))
       return path
     }
-    // The process driver runs machines as host processes: an absolute path in them is a host path.
-    const remote = (name: string) => NodePath.join(dir, `remote-${name}`)
+    // A path in the machine (its own /workspace, not the host's).
+    const remote = (name: string) => `/workspace/remote-${name}`
     return { cli, dir, file, remote }
   })
 

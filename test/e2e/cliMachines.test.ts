@@ -1,5 +1,5 @@
 /**
- * The CLI against a real server (the process driver): machines, operations and their progress
+ * The CLI against a real server (the sandbox driver): machines, operations and their progress
  * lines, exec's exit code, exit codes 1 (an API error, its code printed) and 2 (a usage error).
  */
 import { assert, describe, it } from "@effect/vitest"

@@ -10,7 +10,7 @@ import { DomainEvents } from "../../src/kernel/events/DomainEvents.js"
 import { type Flush, FlushHook } from "../../src/kernel/sql/Sqlite.js"
 import { client } from "../support/Http.js"
 import { decode, eventually, readEvents, runningMachine, settled, sh } from "../support/Machines.js"
-import { startServer, tempDir } from "../support/TestServer.js"
+import { startServer } from "../support/TestServer.js"
 
 const setup = Effect.gen(function*() {
   const server = yield* startServer()
@@ -101,10 +101,10 @@ describe("operation events", () => {
       yield* Effect.addFinalizer(() => release)
       const { api, events } = yield* withServer(server)
       const machine = yield* runningMachine(api, "flush")
-      // The process driver isolates nothing: the command waits for a file of the test's.
-      const gate = NodePath.join(yield* tempDir, "go")
+      // The command waits for a file the test writes into the machine's disk from the host.
+      const gate = NodePath.join(server.config.dataDir, "machines", machine, "disk", "workspace", "go")
       const accepted = yield* api("POST", `/v1/machines/${machine}/exec`, {
-        json: { shell: `while [ ! -e ${gate} ]; do sleep 0.01; done; echo done` }
+        json: { shell: "while [ ! -e /workspace/go ]; do sleep 0.01; done; echo done" }
       })
       const id = accepted.body.operation_id as string
       const bus = Context.get(server.context, DomainEvents)

@@ -182,12 +182,14 @@ describe("webhooks", () => {
           })
           hooks.push(made.body.webhook.id)
         }
+        const creates: Array<string> = []
         for (let i = 0; i < 40; i++) {
-          assert.strictEqual(
-            (yield* api("POST", "/v1/machines", { json: { name: `m${i}`, start: false } })).status,
-            202
-          )
+          const accepted = yield* api("POST", "/v1/machines", { json: { name: `m${i}`, start: false } })
+          assert.strictEqual(accepted.status, 202)
+          creates.push(accepted.body.operation_id)
         }
+        // Every event is made (each machine has its disk) before any receiver hears of one.
+        for (const operation of creates) yield* settled(api, operation, 180_000)
         yield* api("PATCH", `/v1/webhooks/${hooks[0]}`, { json: { enabled: true } })
         yield* eventually(Effect.sync(() => hanging.received.length >= perEndpoint ? true : undefined))
         for (const hook of hooks.slice(1)) yield* api("PATCH", `/v1/webhooks/${hook}`, { json: { enabled: true } })
@@ -203,6 +205,6 @@ describe("webhooks", () => {
         yield* eventually(Effect.sync(() => failing.received.length >= 80 ? true : undefined), 30_000)
         for (const retry of failing.received.slice(40)) assert.isTrue(firstIds.has(retry.headers["webhook-id"]))
       }),
-    90_000
+    300_000
   )
 })

@@ -85,6 +85,16 @@ export const testConfig = (dataDir: string, port: number, overrides: Partial<App
   ...overrides
 })
 
+/** Machines outlive a server by design (they are adopted after a restart); a test's must not. */
+export const destroyedAtEnd = (dir: string, driver: MachineDriverShape) =>
+  Effect.addFinalizer(() =>
+    Effect.forEach(
+      NodeFs.existsSync(NodePath.join(dir, "machines")) ? NodeFs.readdirSync(NodePath.join(dir, "machines")) : [],
+      (id) => Effect.ignore(driver.destroy(id)),
+      { discard: true }
+    )
+  )
+
 export interface TestServer {
   readonly url: string
   readonly config: AppConfigShape
@@ -125,15 +135,7 @@ export const startServer = (overrides: Partial<AppConfigShape> = {}, wrapDriver?
     const context = yield* Layer.build(layer)
     const address = Context.get(context, HttpServer.HttpServer).address as HttpServer.TcpAddress
     const accounts = Context.get(context, Accounts)
-    // Machines outlive a server by design (they are adopted after a restart); a test's must not.
-    const driver = Context.get(context, MachineDriver)
-    yield* Effect.addFinalizer(() =>
-      Effect.forEach(
-        NodeFs.existsSync(NodePath.join(dir, "machines")) ? NodeFs.readdirSync(NodePath.join(dir, "machines")) : [],
-        (id) => Effect.ignore(driver.destroy(id)),
-        { discard: true }
-      )
-    )
+    yield* destroyedAtEnd(dir, Context.get(context, MachineDriver))
     const result: TestServer = {
       url: `http://127.0.0.1:${address.port}`,
       config,
