@@ -47,10 +47,11 @@ describe("svc CLI on a terminal", () => {
         const created = yield* client.machines.create({ payload: { name: "tty" } })
         yield* client.waitOperation(created)
         // The command runs until the test has seen the progress line redrawn (the CLI's start-up time varies).
-        const release = NodePath.join(yield* tempDir, "release")
+        // The test writes the file into the machine's disk from the host.
+        const release = NodePath.join(server.config.dataDir, "machines", created.machine_id, "disk", "workspace", "go")
         const exec = yield* client.machines.exec({
           path: { id: created.machine_id },
-          payload: { shell: `while [ ! -e ${release} ]; do sleep 0.1; done` }
+          payload: { shell: "while [ ! -e /workspace/go ]; do sleep 0.1; done" }
         })
         const id = exec.operation_id
         const env = `env SVC_URL=${server.url} SVC_API_KEY=${owner.api_key} XDG_CONFIG_HOME=${yield* tempDir} ` +
