@@ -20,6 +20,7 @@ describe("svc binary", () => {
     Effect.gen(function*() {
       const dataDir = yield* tempDir
       const port = yield* freePort
+      // Process driver: no machine in this test, and svc starts without the sandbox's host probes.
       yield* serve({ SVC_DATA_DIR: dataDir, SVC_PORT: String(port), SVC_RUNTIME: "process" })
       const boot = yield* run([
         "admin",
@@ -80,6 +81,7 @@ describe("svc binary", () => {
     () =>
       Effect.gen(function*() {
         const dataDir = yield* tempDir
+        // Process driver: no machine in this test, and svc starts without the sandbox's host probes.
         const env = { SVC_DATA_DIR: dataDir, SVC_RUNTIME: "process" }
         const first = yield* serve({ ...env, SVC_PORT: String(yield* freePort) })
         const second = yield* run(["serve"], { ...env, SVC_PORT: String(yield* freePort) })
@@ -99,6 +101,7 @@ describe("svc binary", () => {
   it.scoped("a port in use stops the start with one clear line", () =>
     Effect.gen(function*() {
       const port = yield* freePort
+      // Process driver: no machine in this test, and svc starts without the sandbox's host probes.
       yield* serve({ SVC_DATA_DIR: yield* tempDir, SVC_RUNTIME: "process", SVC_PORT: String(port) })
       const second = yield* run(["serve"], {
         SVC_DATA_DIR: yield* tempDir,

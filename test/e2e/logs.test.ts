@@ -25,6 +25,7 @@ const serveAndStop = (env: Record<string, string>, requests: (url: string) => Pr
     const dataDir = yield* tempDir
     return yield* Effect.async<Served>((resume) => {
       const child = NodeChild.spawn(process.execPath, [bin, "serve"], {
+        // Process driver: no machine in this test, and svc starts without the sandbox's host probes.
         env: { ...process.env, SVC_DATA_DIR: dataDir, SVC_RUNTIME: "process", SVC_PORT: String(port), ...env }
       })
       let stdout = ""

@@ -19,6 +19,7 @@ describe("sign-in across kill -9", () => {
     Effect.gen(function*() {
       const dataDir = yield* tempDir
       const port = yield* freePort
+      // Process driver: no machine in this test, and svc starts without the sandbox's host probes.
       const env = { SVC_DATA_DIR: dataDir, SVC_PORT: String(port), SVC_RUNTIME: "process", SVC_SIGNUP: "open" }
       const url = `http://127.0.0.1:${port}`
       const mailTo = (email: string) =>

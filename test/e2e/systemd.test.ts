@@ -59,6 +59,7 @@ describe("install-systemd", () => {
       assert.include(NodeFs.readFileSync(environmentFile, "utf8"), "SVC_LOG_LEVEL=warning")
 
       // What systemd would start: ExecStart with the settings file's environment (and a PATH for node).
+      // Process driver: no machine in this test, and svc starts without the sandbox's host probes.
       yield* serve({ PATH: process.env.PATH!, ...settings, SVC_RUNTIME: "process", SVC_LOG_LEVEL: "info" }, [bin], {
         alone: true
       })

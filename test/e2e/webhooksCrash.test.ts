@@ -30,6 +30,7 @@ describe("webhook deliveries across kill -9", () => {
       const env = {
         SVC_DATA_DIR: dataDir,
         SVC_PORT: String(port),
+        // Process driver: the burst makes up to 1,000 machines (a disk image each on the sandbox); the outbox is under test.
         SVC_RUNTIME: "process",
         SVC_WEBHOOK_ALLOW_PRIVATE: "true",
         SVC_LIMITS: JSON.stringify({ unlimited: { starts_per_hour: 100000 } }),
