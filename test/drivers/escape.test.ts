@@ -162,7 +162,7 @@ describe("escape suite: a machine's root against the host and its neighbours", (
       `mkdir -p /tmp/v1 /tmp/v2
        mount -t cgroup -o memory none /tmp/v1 2>/dev/null && find /tmp/v1 -maxdepth 4
        mount -t cgroup2 none /tmp/v2 2>/dev/null && find /tmp/v2 -maxdepth 4
-       for f in $(find /tmp/v1 /tmp/v2 -name memory.limit_in_bytes -o -name memory.max -o -name cgroup.procs 2>/dev/null); do
+       for f in $(find /tmp/v1 /tmp/v2 -name memory.limit_in_bytes -o -name memory.max 2>/dev/null); do
          echo 67108864 > $f 2>/dev/null && echo "wrote $f"; echo 1 > $f 2>/dev/null && echo "wrote $f"
        done; true`
     )
@@ -324,4 +324,60 @@ describe("escape suite: a machine's root against the host and its neighbours", (
     assert.strictEqual(mounted.exitCode, 0, mounted.stderr)
     assert.strictEqual(mounted.stdout, "inner\n0\n")
   }, 60_000)
+
+  // Last: it destroys machine b.
+  it(
+    "cgroup delegation: the machine's root limits a group of its own below its group, never its own limits",
+    async () => {
+      const record = JSON.parse(
+        NodeFs.readFileSync(NodePath.join(state.dataDir, "machines", state.b, "run.json"), "utf8")
+      )
+      const groups: ReadonlyArray<string> = record.groups ?? []
+      const memory = groups.find((dir) => NodeFs.existsSync(NodePath.join(dir, "memory.limit_in_bytes")))
+      const pids = groups.find((dir) => NodeFs.existsSync(NodePath.join(dir, "pids.max")))
+      if (memory === undefined || pids === undefined) return // delegated on cgroup v1 only (docs/drivers.md)
+      const limits = [NodePath.join(memory, "memory.limit_in_bytes"), NodePath.join(pids, "pids.max")]
+      const before = limits.map((file) => NodeFs.readFileSync(file, "utf8"))
+      const inside = await inMachine(
+        state.b,
+        `mkdir -p /tmp/cm /tmp/cp && mount -t cgroup -o memory none /tmp/cm && mount -t cgroup -o pids none /tmp/cp || exit 3
+       mkdir /tmp/cm/inner /tmp/cm/inner/deeper /tmp/cp/inner || exit 4
+       echo 33554432 > /tmp/cm/inner/memory.limit_in_bytes && echo 7 > /tmp/cp/inner/pids.max || exit 5
+       sleep 600 >/dev/null 2>&1 &
+       echo $! > /tmp/cm/inner/cgroup.procs && echo $! > /tmp/cp/inner/cgroup.procs || exit 6
+       echo 1073741824000 > /tmp/cm/memory.limit_in_bytes 2>/dev/null && echo "wrote memory"
+       echo max > /tmp/cp/pids.max 2>/dev/null && echo "wrote pids"
+       echo $!`
+      )
+      assert.strictEqual(inside.exitCode, 0, inside.stderr)
+      assert.notInclude(inside.stdout, "wrote")
+      // From the host: the machine's limits are unchanged, the child's is the lower one, and the
+      // sleep is in the child, still below the machine's group.
+      assert.deepStrictEqual(limits.map((file) => NodeFs.readFileSync(file, "utf8")), before)
+      assert.strictEqual(
+        NodeFs.readFileSync(NodePath.join(memory, "inner", "memory.limit_in_bytes"), "utf8").trim(),
+        "33554432"
+      )
+      assert.strictEqual(NodeFs.readFileSync(NodePath.join(pids, "inner", "pids.max"), "utf8").trim(), "7")
+      const sleeper = machineProcesses(state.b).find((pid) => {
+        try {
+          return NodeFs.readFileSync(`/proc/${pid}/cmdline`, "utf8") === "sleep\u0000600\u0000"
+        } catch {
+          return false
+        }
+      })
+      assert.isDefined(sleeper)
+      const lines = NodeFs.readFileSync(`/proc/${sleeper}/cgroup`, "utf8").trim().split("\n")
+      for (const controller of ["memory", "pids"]) {
+        const line = lines.find((line) => line.split(":")[1]!.split(",").includes(controller))
+        assert.match(line ?? "", new RegExp(`/svc/${state.b}/inner$`), controller)
+      }
+      // Its delete removes the groups it made, deepest first, with its own.
+      await state.runtime!.runPromise(
+        Effect.flatMap(MachineDriver, (driver: MachineDriverShape) => driver.destroy(state.b))
+      )
+      for (const dir of groups) assert.isFalse(NodeFs.existsSync(dir), dir)
+    },
+    120_000
+  )
 })

@@ -119,6 +119,7 @@ export const bootMachine = (context: BootContext) => (spec: MachineSpec, groups:
     } catch (cause) {
       return finish(Effect.fail(new DriverError({ message: "cannot prepare the machine's isolation", cause })))
     }
+    if (isolation !== undefined) Cgroups.delegate(groups, isolation.uidBase)
     spawner.start({
       argv: command.argv,
       afterNetns: command.afterNetns,

@@ -49,7 +49,16 @@ const groupDir = (controller: string, id: string) => {
 }
 
 /** rmdir of a group (its files go with it); true when it is gone or never was. */
-const removeGroup = (dir: string) => {
+const removeGroup = (dir: string): boolean => {
+  let entries: Array<NodeFs.Dirent> = []
+  try {
+    entries = NodeFs.readdirSync(dir, { withFileTypes: true })
+  } catch {
+    // gone
+  }
+  // The groups the machine made below its own (`delegate`) first, deepest first: rmdir of a group
+  // that has children fails.
+  for (const entry of entries) if (entry.isDirectory()) removeGroup(NodePath.join(dir, entry.name))
   try {
     NodeFs.rmdirSync(dir)
     return true
@@ -77,6 +86,36 @@ export const join = (groups: Groups, pid: number) => {
       write(NodePath.join(dir, "cgroup.procs"), String(pid))
     } catch {
       // the process is gone, or the group is
+    }
+  }
+}
+
+/** What the machine's root owns in its v1 groups: the folder (to make groups below) and where processes join. */
+const delegatedFiles = ["", "tasks", "cgroup.procs"]
+
+/**
+ * Cgroup delegation on v1 (docs/drivers.md "Cgroup delegation"): the machine's root (host uid and
+ * gid `uid`, its range's first) may make groups below its own in the cpu, cpuacct, memory and pids
+ * hierarchies, limit them (a new group's files are its maker's) and move its processes into them,
+ * while its own group's limit files stay the host root's. Child limits nest under the machine's
+ * (hierarchical accounting); a memory hierarchy without it (`use_hierarchy` 0, kernels before
+ * 5.11) or with a release agent is left undelegated, as is the freezer (svc's, for forks) and v2
+ * (a leaf would be needed).
+ */
+export const delegate = (groups: Groups, uid: number) => {
+  for (const dir of groups) {
+    const file = (name: string) => NodePath.join(dir, name)
+    if (!NodeFs.existsSync(file("tasks")) || NodeFs.existsSync(file("freezer.state"))) continue
+    try {
+      // A child's notify_on_release (its maker's to set) would run the hierarchy's agent as the host's root.
+      const agent = NodePath.join(root, NodePath.relative(root, dir).split(NodePath.sep)[0]!, "release_agent")
+      if (NodeFs.existsSync(agent) && NodeFs.readFileSync(agent, "utf8").trim() !== "") continue
+      if (NodeFs.existsSync(file("memory.use_hierarchy"))) {
+        if (NodeFs.readFileSync(file("memory.use_hierarchy"), "utf8").trim() !== "1") continue
+      }
+      for (const name of delegatedFiles) NodeFs.chownSync(file(name), uid, uid)
+    } catch {
+      // not allowed here: the machine runs, without groups of its own
     }
   }
 }
