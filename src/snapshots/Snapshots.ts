@@ -10,7 +10,7 @@ import { Clock, Context, Effect, Layer, Option, Queue, Runtime } from "effect"
 import { AppConfig, defaultSnapshotSettings } from "../kernel/config/AppConfig.js"
 import { sha256 } from "../kernel/crypto/Tokens.js"
 import { uuidPattern, uuidv7 } from "../kernel/domain/Ids.js"
-import { conflictOf } from "../kernel/domain/MachineStates.js"
+import { conflictDetail, conflictOf } from "../kernel/domain/MachineStates.js"
 import { type DomainEvent, DomainEvents } from "../kernel/events/DomainEvents.js"
 import { EventRecorders } from "../kernel/events/EventRecorders.js"
 import type { Accepted } from "../kernel/http/Dto.js"
@@ -324,7 +324,9 @@ const make = Effect.gen(function*() {
           const now = yield* machines.find(requester.organizationId, source.id)
           const conflict = conflictOf("fork", now.projected_state)
           if (conflict !== undefined) {
-            return yield* new machineConflicts[conflict]({ detail: `The source machine is ${now.projected_state}` })
+            return yield* new machineConflicts[conflict]({
+              detail: `Fork of the source machine: ${conflictDetail("fork", conflict, now.state, now.projected_state)}`
+            })
           }
           return { source: { kind: "fork", id: source.id }, request: { ...settings, source_machine_id: source.id } }
         })),

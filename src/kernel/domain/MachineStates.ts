@@ -144,3 +144,45 @@ export const projectedAfter = (kind: Exclude<OperationKind, "create">, state: Ma
   const to = rules[kind].to
   return to === "same" ? state : to
 }
+
+const needs: Record<MachineConflict, string> = {
+  machine_not_running: "a running machine",
+  machine_not_stopped: "a stopped machine",
+  machine_deleted: "a machine that is not deleted",
+  machine_not_created: "a machine that was created"
+}
+
+const advice: Partial<Record<MachineConflict, string>> = {
+  machine_not_running: " Start it first.",
+  machine_not_stopped: " Stop it first."
+}
+
+/**
+ * The sentence of a conflict: what `kind` needs, the state the machine is in and, when its accepted
+ * operations will move it elsewhere, the state it will be in (`projected`).
+ */
+export const conflictDetail = (
+  kind: Exclude<OperationKind, "create">,
+  conflict: MachineConflict,
+  current: MachineState,
+  projected: MachineState = current
+): string => {
+  const what = kind.replaceAll("_", " ")
+  const label = what.charAt(0).toUpperCase() + what.slice(1)
+  const pending = projected === current || settledOf(projected) === settledOf(current)
+    ? ""
+    : ` and will be ${projected} once its accepted operations have run`
+  if (conflict === "machine_deleted") {
+    if (current === "deleted") return `The machine was deleted; ${what} needs ${needs[conflict]}.`
+    if (current === "deleting") return `The machine is being deleted; ${what} needs ${needs[conflict]}.`
+    return `The machine is ${current}${pending} (a delete was accepted); ${what} needs ${needs[conflict]}.`
+  }
+  if (conflict === "machine_not_created") {
+    return current === "creating" && settledOf(projected) !== "failed"
+      ? `The machine is still being created; ${what} needs ${needs[conflict]}. Wait for its create operation.`
+      : `The machine's create failed (it is ${current}${pending}); delete it and create another.`
+  }
+  return `${label} needs ${needs[conflict]}; the machine is ${current}${pending}.${
+    pending === "" ? advice[conflict] ?? "" : ""
+  }`
+}

@@ -1,6 +1,6 @@
 /** The error codes of machines and operations (api.md "Errors", extensions.md §5). */
 import { Effect } from "effect"
-import { conflictOf, type MachineState } from "../domain/MachineStates.js"
+import { conflictDetail, conflictOf, type MachineState } from "../domain/MachineStates.js"
 import { ProblemError } from "./Problem.js"
 
 export class IdempotencyConflict extends ProblemError<IdempotencyConflict>()(
@@ -47,12 +47,13 @@ export const machineConflicts = {
  * real state is checked (not the projected one) by the rule exec follows (`conflictOf`).
  */
 export const requireRunning = <M extends { readonly state: MachineState }>(
-  machine: M
+  machine: M,
+  kind: "exec" | "read_file" | "write_file" = "exec"
 ): Effect.Effect<M, MachineNotRunning | MachineNotCreated | MachineDeleted> => {
   const conflict = conflictOf("exec", machine.state)
   if (conflict === undefined) return Effect.succeed(machine)
   if (conflict === "machine_not_stopped") return Effect.dieMessage("exec never needs a stopped machine")
-  return Effect.fail(new machineConflicts[conflict]({ detail: `The machine is ${machine.state}` }))
+  return Effect.fail(new machineConflicts[conflict]({ detail: conflictDetail(kind, conflict, machine.state) }))
 }
 
 /** Something in the machine did not answer as needed: the port proxy found nothing listening. */

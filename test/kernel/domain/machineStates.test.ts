@@ -1,6 +1,6 @@
 /** The one table of what each operation needs and leaves, and the projection built on it. */
 import { assert, describe, it } from "@effect/vitest"
-import { conflictOf, projectedAfter } from "../../../src/kernel/domain/MachineStates.js"
+import { conflictDetail, conflictOf, projectedAfter } from "../../../src/kernel/domain/MachineStates.js"
 import { project } from "../../../src/runtime/Projection.js"
 
 describe("machine state rules", () => {
@@ -49,5 +49,35 @@ describe("machine state rules", () => {
     assert.strictEqual(project("running", [op("stop"), op("start"), op("exec")]), "running")
     assert.strictEqual(project("running", [op("exec"), op("delete")]), "deleted")
     assert.strictEqual(project("stopped", []), "stopped")
+  })
+})
+
+describe("conflict sentences", () => {
+  it("each code says what the kind needs, the state now and the state it will be in", () => {
+    assert.strictEqual(
+      conflictDetail("exec", "machine_not_running", "stopped"),
+      "Exec needs a running machine; the machine is stopped. Start it first."
+    )
+    assert.strictEqual(
+      conflictDetail("exec", "machine_not_running", "running", "stopped"),
+      "Exec needs a running machine; the machine is running and will be stopped once its accepted operations have run."
+    )
+    assert.strictEqual(
+      conflictDetail("snapshot", "machine_not_stopped", "running"),
+      "Snapshot needs a stopped machine; the machine is running. Stop it first."
+    )
+    assert.strictEqual(
+      conflictDetail("start", "machine_deleted", "stopped", "deleted"),
+      "The machine is stopped and will be deleted once its accepted operations have run (a delete was accepted); " +
+        "start needs a machine that is not deleted."
+    )
+    assert.strictEqual(
+      conflictDetail("write_file", "machine_deleted", "deleted"),
+      "The machine was deleted; write file needs a machine that is not deleted."
+    )
+    assert.include(conflictDetail("exec", "machine_not_created", "creating", "running"), "still being created")
+    assert.include(conflictDetail("exec", "machine_not_created", "failed"), "create failed")
+    // Starting and restarting settle as running: no "will be running" when it is starting.
+    assert.notInclude(conflictDetail("snapshot", "machine_not_stopped", "starting", "running"), "will be")
   })
 })
