@@ -60,7 +60,9 @@ minutes.
 
 A body is checked before anything is recorded. An unknown member is refused (422 naming it), so a
 typo is never silently dropped; a route that takes no body refuses any member. A body whose members
-are all optional may be left out. Strings that reach a machine hold no NUL byte; a path is at most
+are all optional may be left out. A route that reads a body reads JSON: a body of another media type
+answers 415 \`unsupported_media_type\` (a body without a \`Content-Type\` is read as JSON). A query
+parameter the route does not declare is refused as an unknown member is (422 naming it). Strings that reach a machine hold no NUL byte; a path is at most
 4095 bytes with each name at most 255; one command argument, shell line, setup script or
 \`NAME=value\` at most 131071 bytes.
 
@@ -70,7 +72,9 @@ Errors are \`application/problem+json\`: \`{type, title, status, code, detail, f
 correlation_id?}\`. \`code\` is the error code each route lists under its statuses; a 422 has
 \`invalid_request\` with \`field_errors\` (\`[{field, message}]\`, dotted paths); a 500 repeats the
 \`x-correlation-id\` every response carries; a 429 carries \`Retry-After\`. A body above the
-server's limit answers 413 \`body_too_large\`.`
+server's limit answers 413 \`body_too_large\`. A method a path does not take answers 405
+\`method_not_allowed\` with \`Allow\` listing those it takes; a path nothing serves, 404
+\`resource_not_found\`. A 422 quotes back at most a short prefix of a refused value.`
 
 export class Api extends HttpApi.make("svc")
   .add(AuthApi)

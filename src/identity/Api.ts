@@ -15,6 +15,7 @@ import {
   Unauthenticated
 } from "../kernel/http/Errors.js"
 import { policy } from "../kernel/http/Policy.js"
+import { RequestFormNote } from "../kernel/http/RequestForm.js"
 import { EmailUnavailable, IdentityInUse, InvalidCode, UnsupportedProvider } from "./Errors.js"
 
 export const SignInProvidersDto = Schema.Struct({
@@ -92,6 +93,8 @@ export class AuthApi extends HttpApiGroup.make("auth")
     })
       .setUrlParams(Schema.Struct({ code: optionalQuery, state: optionalQuery, error: optionalQuery }))
       .addSuccess(HttpApiSchema.Empty(303))
+      // The provider's redirect carries parameters of its own (`iss`, `session_state`, `error_description`).
+      .annotate(RequestFormNote, { foreignQuery: true })
   )
   .add(
     Endpoint.post("emailStart", "/v1/auth/email/start", {

@@ -7,6 +7,7 @@ import { RequestBody } from "../kernel/http/Dto.js"
 import { Endpoint } from "../kernel/http/Endpoint.js"
 import { RateLimited, ResourceNotFound } from "../kernel/http/Errors.js"
 import { policy } from "../kernel/http/Policy.js"
+import { RequestFormNote } from "../kernel/http/RequestForm.js"
 import { ApiKeyDto } from "./Api.js"
 
 export const DeviceCodeRequest = RequestBody({
@@ -116,6 +117,7 @@ export class DeviceApi extends HttpApiGroup.make("device")
     })
       .setPayload(DeviceCodeRequest)
       .addSuccess(DeviceCodeResponse)
+      .annotate(RequestFormNote, { form: true })
   )
   .add(
     Endpoint.post("token", "/v1/auth/device/token", {
@@ -131,6 +133,7 @@ export class DeviceApi extends HttpApiGroup.make("device")
     })
       .setPayload(DeviceTokenRequest)
       .addSuccess(DeviceTokenResponse)
+      .annotate(RequestFormNote, { form: true })
   )
   .add(
     Endpoint.get("describe", "/v1/auth/device", {

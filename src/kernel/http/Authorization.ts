@@ -16,7 +16,8 @@ import {
   RateLimited,
   ResourceNotFound,
   SessionRequired,
-  Unauthenticated
+  Unauthenticated,
+  UnsupportedMediaType
 } from "./Errors.js"
 import { wire } from "./Problem.js"
 
@@ -52,6 +53,7 @@ export class Authorization extends HttpApiMiddleware.Tag<Authorization>()("svc/a
     wire(SessionRequired),
     wire(ResourceNotFound),
     wire(InvalidRequest),
-    wire(RateLimited)
+    wire(RateLimited),
+    wire(UnsupportedMediaType)
   )
 }) {}

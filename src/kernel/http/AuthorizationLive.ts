@@ -2,7 +2,8 @@
  * The authorization middleware: finds the endpoint's Policy and asks Authenticate for the caller
  * under it (API key, session with CSRF, or operator token; organization; role). Everything a route
  * needs to know about its caller arrives as `Caller`; handlers hold no auth logic. A caller who may
- * call a route that takes no body is then refused a body with members (Dto.ts `refuseBody`).
+ * call a route is then refused a request of a form the route cannot read (RequestForm.ts), and one
+ * that takes no body a body with members (Dto.ts `refuseBody`).
  */
 import { HttpMethod, HttpRouter, HttpServerRequest } from "@effect/platform"
 import type { HttpApiEndpoint } from "@effect/platform"
@@ -11,6 +12,7 @@ import { Authenticate, type Requirement } from "./Authenticate.js"
 import { Authorization } from "./Authorization.js"
 import { refuseBody } from "./Dto.js"
 import { Policy, type PolicySpec, refusedWhileSuspended } from "./Policy.js"
+import { checkRequestForm, type RequestForm, requestFormOf } from "./RequestForm.js"
 
 /** What the policy index reads of an HttpApi: its groups' endpoints. */
 type AnyApi = { readonly groups: Readonly<Record<string, { readonly endpoints: Readonly<Record<string, unknown>> }>> }
@@ -26,7 +28,12 @@ export const policyIndex = (api: AnyApi) => {
 const endpointIndex = (api: AnyApi) => {
   const index = new Map<
     string,
-    { readonly policy: PolicySpec; readonly noBody: boolean; readonly refusedWhileSuspended: boolean }
+    {
+      readonly policy: PolicySpec
+      readonly noBody: boolean
+      readonly refusedWhileSuspended: boolean
+      readonly form: RequestForm
+    }
   >()
   for (const group of Object.values(api.groups)) {
     for (const endpoint of Object.values(group.endpoints) as Array<HttpApiEndpoint.HttpApiEndpoint.AnyWithProps>) {
@@ -35,7 +42,8 @@ const endpointIndex = (api: AnyApi) => {
       index.set(`${endpoint.method} ${endpoint.path}`, {
         policy: spec.value,
         noBody: HttpMethod.hasBody(endpoint.method) && Option.isNone(endpoint.payloadSchema),
-        refusedWhileSuspended: refusedWhileSuspended(endpoint.method, spec.value)
+        refusedWhileSuspended: refusedWhileSuspended(endpoint.method, spec.value),
+        form: requestFormOf(endpoint)
       })
     }
   }
@@ -51,7 +59,9 @@ export const AuthorizationLive = (api: AnyApi) =>
       // Each policy's requirement is made once; only an organization in the path is read per request.
       const requirements = new Map<string, Requirement>()
       const noBody = new Set<string>()
-      for (const [key, { noBody: none, policy: spec, refusedWhileSuspended }] of endpointIndex(api)) {
+      const forms = new Map<string, RequestForm>()
+      for (const [key, { form, noBody: none, policy: spec, refusedWhileSuspended }] of endpointIndex(api)) {
+        forms.set(key, form)
         const base = { access: spec.access, refusedWhileSuspended }
         requirements.set(
           key,
@@ -72,6 +82,7 @@ export const AuthorizationLive = (api: AnyApi) =>
             ? { ...requirement, organization: { path: params["organization_id"] ?? "" } }
             : requirement
         )
+        yield* checkRequestForm(request, forms.get(`${route.method} ${route.path}`)!)
         if (noBody.has(`${route.method} ${route.path}`)) yield* refuseBody(request)
         return caller
       })

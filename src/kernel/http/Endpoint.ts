@@ -28,7 +28,8 @@ import {
   RateLimited,
   ResourceNotFound,
   SessionRequired,
-  Unauthenticated
+  Unauthenticated,
+  UnsupportedMediaType
 } from "./Errors.js"
 import { Policy, type PolicySpec, refusedWhileSuspended } from "./Policy.js"
 import { type ProblemClass, specOfClass, wire } from "./Problem.js"
@@ -200,6 +201,9 @@ const errorResponses = (classes: ReadonlyArray<ProblemClass<any>>) => {
 const publish = (method: HttpMethod, spec: EndpointSpec<ReadonlyArray<ProblemClass<any>>>) => {
   const errors = errorResponses([...anyRequestErrors, ...accessErrors(method, spec.policy), ...(spec.errors ?? [])])
   return (operation: Record<string, any>): Record<string, any> => {
+    // A route that reads a JSON body refuses another media type (RequestForm.ts).
+    const json = operation.requestBody?.content?.["application/json"] !== undefined
+    const bodyErrors = json ? errorResponses([UnsupportedMediaType]) : {}
     const successes = Object.fromEntries(
       Object.entries(operation.responses as Record<string, unknown>).filter(([status]) => Number(status) < 400)
     )
@@ -213,7 +217,7 @@ const publish = (method: HttpMethod, spec: EndpointSpec<ReadonlyArray<ProblemCla
           ...operation.parameters,
           spec.policy.organization === "header" ? organizationHeader : pathOrganizationHeader
         ],
-      responses: { ...successes, ...errors, ...spec.otherResponses }
+      responses: { ...successes, ...errors, ...bodyErrors, ...spec.otherResponses }
     }
   }
 }

@@ -31,6 +31,12 @@ export class ResourceNotFound
 
 export class BodyTooLarge extends ProblemError<BodyTooLarge>()("body_too_large", 413, "Request body too large") {}
 
+export class UnsupportedMediaType extends ProblemError<UnsupportedMediaType>()(
+  "unsupported_media_type",
+  415,
+  "Unsupported media type"
+) {}
+
 export class InvalidRequest extends ProblemError<InvalidRequest>()("invalid_request", 422, "Invalid request") {}
 
 export class RateLimited extends ProblemError<RateLimited>()("rate_limited", 429, "Too many requests", {

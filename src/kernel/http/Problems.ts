@@ -51,13 +51,28 @@ export const fieldErrorsOf = (
     ) {
       continue
     }
-    const field = fieldOf(issue.path)
-    const message = issue._tag === "Unexpected" ? unknownMember(issue.message) : issue.message
+    const field = shortValue(fieldOf(issue.path), 200)
+    const message = clipActual(issue._tag === "Unexpected" ? unknownMember(issue.message) : issue.message)
     const messages = byField.get(field) ?? []
     if (!messages.includes(message)) messages.push(message)
     byField.set(field, messages)
   }
-  return Array.from(byField, ([field, messages]): FieldError => ({ field, message: mergeExpectations(messages) }))
+  return Array.from(
+    byField,
+    ([field, messages]): FieldError => ({ field, message: shortValue(mergeExpectations(messages), 1000) })
+  )
+}
+
+/** At most `max` characters of a value a problem quotes back: a refused 200 KB script is not echoed. */
+export const shortValue = (value: string, max = 64) =>
+  value.length <= max ? value : `${value.slice(0, max)}… (${value.length} characters)`
+
+/** "Expected …, actual <value>" with only a short prefix of the value. */
+const clipActual = (message: string) => {
+  const at = message.lastIndexOf(", actual ")
+  if (at < 0) return message
+  const actual = message.slice(at + ", actual ".length)
+  return actual.length <= 64 ? message : `${message.slice(0, at)}, actual ${shortValue(actual)}`
 }
 
 /** Whether `path` is `parent` or lies inside it. */
