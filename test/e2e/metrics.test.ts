@@ -54,5 +54,20 @@ describe("metrics", () => {
       assert.isAtLeast(sample(text, "svc_group_commit_batch_jobs_count") ?? 0, 2)
       assert.include(text, "# TYPE svc_accept_seconds histogram\n")
       assert.include(text, "# TYPE svc_machines gauge\n")
+      // HTTP by route template and status, the process's own figures; none of Effect's fiber counters.
+      assert.isAtLeast(
+        sample(text, `svc_http_requests_total{method="POST",route="/v1/machines/:id/exec",status="202"}`) ?? 0,
+        1
+      )
+      assert.isAtLeast(sample(text, `svc_http_requests_total{method="GET",route="/metrics",status="401"}`) ?? 0, 3)
+      assert.include(text, "# TYPE svc_http_request_duration_seconds histogram\n")
+      assert.strictEqual(
+        sample(text, `svc_http_request_duration_seconds_bucket{method="POST",route="/v1/machines",le="+Inf"}`),
+        sample(text, `svc_http_request_duration_seconds_count{method="POST",route="/v1/machines"}`)
+      )
+      assert.notInclude(text, `route="/v1/machines/${created.body.machine_id}`, "routes are templates, not paths")
+      assert.isAbove(sample(text, "process_resident_memory_bytes") ?? 0, 0)
+      assert.isAbove(sample(text, "process_cpu_user_seconds_total") ?? 0, 0)
+      assert.notInclude(text, "effect_fiber_")
     }))
 })

@@ -14,11 +14,13 @@ import {
 import type { HttpApiEndpoint } from "@effect/platform"
 import { Clock, Context, Effect, Exit, FiberRef, FiberRefs, HashMap, Layer, LogLevel, Option } from "effect"
 import { AppConfig } from "../config/AppConfig.js"
+import { recordRequest } from "../metrics/HttpMetrics.js"
 import { acceptSeconds } from "../metrics/Metrics.js"
 import type { DurabilityShape } from "../sql/Durability.js"
 import { bodyReaders, discardInsteadOfReset, drained, drainUpTo } from "./BodyReaders.js"
 import { behindProxies } from "./ClientAddress.js"
-import { bodyTooLarge, fromCause } from "./Problems.js"
+import { problemType } from "./Problem.js"
+import { bodyTooLarge, fromCause, respond, shortValue } from "./Problems.js"
 
 export const CORRELATION_HEADER = "x-correlation-id"
 const wellFormed = /^[A-Za-z0-9._:-]{1,128}$/
@@ -75,27 +77,35 @@ interface RoutePattern {
 /** "METHOD path" to the route pattern it was served by (`/v1/machines/:id/exec`), for the access log. */
 export type RouteOf = (method: string, path: string) => string | undefined
 
+/** The route index: `RouteOf`, and the methods any route takes at a path (a 405's `Allow`). */
+export type RouteIndex = RouteOf & { readonly methodsAt: (path: string) => ReadonlyArray<string> }
+
 /**
  * The route patterns of `api` (src/Api.ts, passed in: the kernel imports no area's contract), by
  * method and number of segments; a literal segment wins over a parameter, as in the router.
  */
-export const routeIndex = (api: AnyApi): RouteOf => {
+export const routeIndex = (api: AnyApi): RouteIndex => {
   const index = new Map<string, Array<RoutePattern>>()
+  const methods = new Set<string>()
   for (const group of Object.values(api.groups)) {
     for (const endpoint of Object.values(group.endpoints) as Array<HttpApiEndpoint.HttpApiEndpoint.AnyWithProps>) {
       const segments = endpoint.path.split("/")
       const key = `${endpoint.method} ${segments.length}`
+      methods.add(endpoint.method)
       const route = { pattern: endpoint.path, segments, params: segments.filter((s) => s.startsWith(":")).length }
       index.set(key, [...(index.get(key) ?? []), route].sort((a, b) => a.params - b.params))
     }
   }
-  return (method, path) => {
-    const segments = path.split("?", 1)[0]!.split("/")
-    const candidates = index.get(`${method} ${segments.length}`)
-    return candidates?.find((route) =>
+  const find = (method: string, segments: ReadonlyArray<string>) =>
+    index.get(`${method} ${segments.length}`)?.find((route) =>
       route.segments.every((segment, i) => segment === segments[i] || (segment.startsWith(":") && segments[i] !== ""))
     )?.pattern
+  const routeOf = (method: string, path: string) => find(method, path.split("?", 1)[0]!.split("/"))
+  const methodsAt = (path: string) => {
+    const segments = path.split("?", 1)[0]!.split("/")
+    return [...methods].filter((method) => find(method, segments) !== undefined)
   }
+  return Object.assign(routeOf, { methodsAt })
 }
 
 /** One request's access line: what every format shows of it. */
@@ -120,8 +130,11 @@ export class AccessLog extends Context.Reference<AccessLog>()("svc/kernel/http/A
 }) {}
 
 export interface EdgeOptions {
-  /** Names the route of each access line; without it the line shows the request's path. */
-  readonly routeOf?: RouteOf
+  /**
+   * Names the route of each access line and HTTP metric; without it the line shows the request's
+   * path. With `methodsAt`, a path served only for other methods answers 405 with `Allow`.
+   */
+  readonly routeOf?: RouteOf | RouteIndex
   /** The least level logged while serving a request (`SVC_LOG_LEVEL`); the access line is `info`. */
   readonly logLevel?: string
   /** Writes each access line itself (AccessLog); without it, the line is logged through Effect. */
@@ -144,27 +157,30 @@ const logLevels: Record<string, LogLevel.LogLevel> = {
 /** What the edge writes at a request's end: its access line (none when quiet), and where to. */
 interface Finish {
   readonly method: string
+  /** The route template, for the HTTP metrics; none when no API route serves the path. */
+  readonly template: string | undefined
+  /** What the access line names (the template, else the path); none when quiet. */
   readonly route: string | undefined
   readonly correlationId: string
   readonly write: EdgeOptions["accessLog"]
 }
 
 /**
- * The end of one request, in one step: an accepted change's time into the accept histogram, and
- * the access line: method, route pattern, status, duration in milliseconds (until the answer was
+ * The end of one request, in one step: an accepted change's time into the accept histogram, the
+ * request into the HTTP metrics (HttpMetrics.ts), and the access line: method, route pattern, status, duration in milliseconds (until the answer was
  * handed to the server, after its commits are durable) and, from the fiber's log annotations, the
  * correlation id. A request whose client went away before the answer logs status 499 (the nginx
  * convention); one that failed past every mapping, 500.
  */
 const finish =
-  ({ correlationId, method, route, write }: Finish, startedNanos: bigint) =>
+  ({ correlationId, method, route, template, write }: Finish, startedNanos: bigint) =>
   <E>(exit: Exit.Exit<HttpServerResponse.HttpServerResponse, E>) =>
     Effect.withFiberRuntime<void>((fiber) => {
       const now = Context.get(fiber.currentDefaultServices, Clock.Clock).unsafeCurrentTimeNanos()
       const status = Exit.isSuccess(exit) ? exit.value.status : Exit.isInterrupted(exit) ? 499 : 500
-      if (status === 202) {
-        acceptSeconds.unsafeUpdate(Number(now - startedNanos) / 1e9, fiber.getFiberRef(FiberRef.currentMetricLabels))
-      }
+      const seconds = Number(now - startedNanos) / 1e9
+      if (status === 202) acceptSeconds.unsafeUpdate(seconds, fiber.getFiberRef(FiberRef.currentMetricLabels))
+      recordRequest(method, template, status, seconds)
       if (route === undefined) return Effect.void
       const durationMs = Math.round(Number(now - startedNanos) / 1e4) / 100
       const message = `${method} ${route} ${status} ${durationMs}ms`
@@ -200,7 +216,11 @@ export const edge =
     const quiet = level !== undefined && LogLevel.greaterThan(level, LogLevel.Info)
     const guardBodyReaders = bodyReaders(maxBodyBytes)
     const forwarded = behindProxies(options.trustedProxies)
+    const routeOf = options.routeOf
+    const methodsAt = routeOf !== undefined && "methodsAt" in routeOf ? routeOf.methodsAt : undefined
     return Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+      const path = request.url.split("?", 1)[0]!
+      const template = routeOf?.(request.method, path)
       const incoming = request.headers[CORRELATION_HEADER]
       const correlationId = incoming !== undefined && wellFormed.test(incoming) ? incoming : crypto.randomUUID()
       const declared = Number(request.headers["content-length"] ?? "0")
@@ -210,6 +230,10 @@ export const edge =
           return declared <= Math.max(drainUpTo, maxBodyBytes)
             ? Effect.as(drained(request), answer)
             : Effect.succeed(answer)
+        }
+        if (template === undefined && methodsAt !== undefined) {
+          const refused = methodNotAllowed(request.method, methodsAt(path), correlationId)
+          if (refused !== undefined) return Effect.succeed(refused)
         }
         if (request.headers["content-length"] === undefined) discardInsteadOfReset(request)
         if (request.method !== "GET" && request.method !== "HEAD") {
@@ -222,12 +246,34 @@ export const edge =
         return Effect.zipLeft(served, durability.syncOwn)
       })
       // Quiet (a level above info): no access line, so no route to name.
-      const path = quiet ? undefined : request.url.split("?", 1)[0]!
-      const route = path === undefined ? undefined : options.routeOf?.(request.method, path) ?? path
-      const ending = { method: request.method, route, correlationId, write: options.accessLog }
+      const route = quiet ? undefined : template ?? path
+      const ending = { method: request.method, route, template, correlationId, write: options.accessLog }
       return Effect.flatMap(tagFiber(correlationId, level), (started) => Effect.onExit(serve, finish(ending, started)))
     })
   }
+
+/**
+ * A path that routes serve for other methods only: 405 with `Allow` rather than the 404 of a path
+ * nobody serves. A HEAD where a GET is served is left to the router.
+ */
+const methodNotAllowed = (method: string, allowed: ReadonlyArray<string>, correlationId: string) => {
+  if (allowed.length === 0 || (method === "HEAD" && allowed.includes("GET"))) return undefined
+  const allow = allowed.join(", ")
+  return HttpServerResponse.setHeader(
+    respond(
+      {
+        type: problemType("method_not_allowed"),
+        title: "Method not allowed",
+        status: 405,
+        code: "method_not_allowed",
+        detail: `${shortValue(method, 16)} is not served at this path; it takes ${allow}`
+      },
+      { allow }
+    ),
+    CORRELATION_HEADER,
+    correlationId
+  )
+}
 
 /** The body size limit of every request, in the server's context (read when a body is read). */
 export const maxBodySizeLayer = (maxBodyBytes: number) =>

@@ -4,6 +4,8 @@
  */
 import { Metric, MetricState, Option } from "effect"
 import type { Gauge, GaugeReading } from "./Gauges.js"
+import { httpMetricsText } from "./HttpMetrics.js"
+import { processMetricsText } from "./ProcessMetrics.js"
 
 export const contentType = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -37,6 +39,8 @@ const effectMetrics = () => {
   }
   for (const pair of Metric.unsafeSnapshot()) {
     const name = pair.metricKey.name
+    // Effect's fiber counters (`effect_fiber_*`) stay zero: svc runs without runtime metrics.
+    if (name.startsWith("effect_")) continue
     const description = Option.getOrUndefined(pair.metricKey.description)
     const tags = pair.metricKey.tags.map((tag) => [tag.key, tag.value] as const)
     const state = pair.metricState
@@ -63,6 +67,11 @@ const gaugeText = (gauge: Gauge, readings: ReadonlyArray<GaugeReading>) =>
   readings.map((reading) => `${gauge.name}${labelText(Object.entries(reading.labels))} ${number(reading.value)}\n`)
     .join("")
 
-/** The whole exposition: Effect's metrics, then each gauge with what it read. */
+/** The whole exposition: the process, HTTP, Effect's metrics, then each gauge with what it read. */
 export const render = (gauges: ReadonlyArray<readonly [Gauge, ReadonlyArray<GaugeReading>]>) =>
-  [...effectMetrics(), ...gauges.map(([gauge, readings]) => gaugeText(gauge, readings))].join("")
+  [
+    processMetricsText(),
+    httpMetricsText(),
+    ...effectMetrics(),
+    ...gauges.map(([gauge, readings]) => gaugeText(gauge, readings))
+  ].join("")
