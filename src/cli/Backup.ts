@@ -18,7 +18,9 @@ import { withDataDir } from "./DataDirOption.js"
 const failWithOneLine = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   Effect.catchAll(effect, (error) =>
     Effect.sync(() => {
-      const text = typeof error === "string" ? error : error instanceof Error ? `svc: ${error.message}` : String(error)
+      const message = typeof error === "string" ? error : error instanceof Error ? error.message : String(error)
+      // Some refusals (DataDirInUse) already speak as svc: one prefix, not `svc: svc: ...`.
+      const text = message.startsWith("svc: ") ? message : `svc: ${message}`
       process.stderr.write(`${text}\n`)
       process.exit(1)
     }))

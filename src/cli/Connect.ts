@@ -7,6 +7,7 @@
 import { Effect } from "effect"
 import { Api } from "../Api.js"
 import { type Client, makeClient } from "../client/Client.js"
+import type { RetryNotice } from "../client/Retry.js"
 import { type BadConfigFile, readConfig } from "./ConfigFile.js"
 import { UsageError } from "./Failure.js"
 
@@ -23,6 +24,15 @@ export const serverUrl = Effect.map(
   (stored) => (env("SVC_URL") ?? stored.url ?? defaultUrl).replace(/\/+$/, "")
 )
 
+/** A retry is said on stderr, so a wait never looks like a hang (stdout stays the answer's). */
+export const sayRetrying = (notice: RetryNotice) =>
+  Effect.sync(() => {
+    const seconds = (notice.delayMillis / 1000).toFixed(1)
+    process.stderr.write(
+      `svc: ${notice.method} ${notice.url}: ${notice.reason}; retry ${notice.retry} of ${notice.retries} in ${seconds} s\n`
+    )
+  })
+
 export interface Connection {
   readonly url: string
   readonly apiKey: string
@@ -38,7 +48,7 @@ export const connect: Effect.Effect<Connection, UsageError | BadConfigFile> = Ef
     if (apiKey === undefined) {
       return yield* new UsageError({ message: "not signed in: run `svc login` or set SVC_API_KEY" })
     }
-    const client = yield* makeClient({ baseUrl: url, apiKey })
+    const client = yield* makeClient({ baseUrl: url, apiKey, retry: { onRetry: sayRetrying } })
     return { url, apiKey, client }
   }
 )

@@ -8,7 +8,13 @@ import { Effect, Fiber, TestClock } from "effect"
 import * as NodeHttp from "node:http"
 import type * as NodeNet from "node:net"
 import { makeClient } from "../../src/client/Client.js"
-import { defaultRetryPolicy, retryAfterMillis, withIdempotencyKey, withRetries } from "../../src/client/Retry.js"
+import {
+  defaultRetryPolicy,
+  retryAfterMillis,
+  type RetryNotice,
+  withIdempotencyKey,
+  withRetries
+} from "../../src/client/Retry.js"
 
 interface Seen {
   readonly method: string
@@ -132,6 +138,50 @@ describe("client retries", () => {
       const error = yield* Effect.flip(send(again.url + "/v1/machines/x", "DELETE"))
       assert.strictEqual(error._tag, "RequestError")
       assert.strictEqual(again.seen.length, 1)
+    }))
+
+  it.scoped("a connection refused on this host is retried once, and every retry is told first", () =>
+    Effect.gen(function*() {
+      const closed = yield* scriptedServer([{ status: 200 }])
+      const url = closed.url
+      yield* Effect.promise(() => new Promise((resolve) => closed.server.close(resolve)))
+      const notices: Array<RetryNotice> = []
+      const policy = {
+        ...defaultRetryPolicy,
+        onRetry: (notice: RetryNotice) => Effect.sync(() => notices.push(notice))
+      }
+      const call = yield* Effect.fork(
+        Effect.flatMap(
+          HttpClient.HttpClient,
+          (client) => withRetries(policy)(client).execute(HttpClientRequest.get(url + "/v1/me"))
+        ).pipe(
+          Effect.provide(FetchHttpClient.layer)
+        )
+      )
+      // The notice comes before the wait: once it is heard, the wait is on the TestClock.
+      while (notices.length === 0) yield* settle
+      yield* settle
+      yield* TestClock.adjust("1 second")
+      const error = yield* Effect.flip(Fiber.join(call))
+      assert.strictEqual(error._tag, "RequestError")
+      assert.strictEqual(notices.length, 1)
+      assert.include(notices[0]!, { method: "GET", retry: 1, retries: 1, reason: "connection refused (ECONNREFUSED)" })
+
+      const busy = yield* scriptedServer([{ status: 503 }, { status: 200 }])
+      const told: Array<RetryNotice> = []
+      const answered = yield* Effect.fork(
+        Effect.flatMap(
+          HttpClient.HttpClient,
+          (client) =>
+            withRetries({ ...defaultRetryPolicy, onRetry: (notice) => Effect.sync(() => told.push(notice)) })(client)
+              .execute(HttpClientRequest.get(busy.url + "/v1/me"))
+        ).pipe(Effect.provide(FetchHttpClient.layer))
+      )
+      yield* Effect.promise(() => busy.next(1))
+      yield* settle
+      yield* TestClock.adjust("1 second")
+      assert.strictEqual((yield* Fiber.join(answered)).status, 200)
+      assert.include(told[0]!, { reason: "the server answered 503", retry: 1, retries: 5 })
     }))
 
   it.scoped("a Retry-After longer than the policy allows is not waited for: the answer comes back", () =>

@@ -57,6 +57,8 @@ describe("backup and restore", () => {
       // Restore refuses a data dir that a server holds, and one with a database, unless forced.
       const busy = yield* run(["admin", "restore", backupDir, "--data-dir", dataDir, "--force"])
       assert.strictEqual(busy.code, 1)
+      assert.match(busy.stderr, /^svc: the data dir .* is in use by another svc process/)
+      assert.notInclude(busy.stderr, "svc: svc:")
       const existing = yield* run(["admin", "restore", backupDir, "--data-dir", dataDir])
       assert.strictEqual(existing.code, 1)
       assert.include(existing.stderr, "--force")

@@ -130,7 +130,15 @@ describe("svc CLI: machines and operations", () => {
         assert.match(badKey.stderr, /^svc: error invalid_api_key \(401\)/)
         const down = yield* cli.run(["machines", "list"], { env: { SVC_URL: `http://127.0.0.1:${yield* freePort}` } })
         assert.strictEqual(down.code, 1)
-        assert.match(down.stderr, /^svc: cannot reach http:\/\/127\.0\.0\.1:\d+\/v1\/machines: ECONNREFUSED\n$/)
+        // Nothing listens on this host: one retry, said on stderr, then the failure (not 17 s of silence).
+        assert.match(
+          down.stderr,
+          new RegExp(
+            "^svc: GET http://127\\.0\\.0\\.1:\\d+/v1/machines: connection refused \\(ECONNREFUSED\\); " +
+              "retry 1 of 1 in \\d+\\.\\d s\n" +
+              "svc: cannot reach http://127\\.0\\.0\\.1:\\d+/v1/machines: ECONNREFUSED\n$"
+          )
+        )
 
         const unknownOption = yield* cli.run(["machines", "list", "--bogus"])
         assert.strictEqual(unknownOption.code, 2)

@@ -427,6 +427,17 @@ const pricesSetting = Config.string("SVC_PRICES").pipe(
   })
 )
 
+/**
+ * A secret another setting needs. Its value is never shown, and neither should the absence of one
+ * read as `<redacted>` (Config.redacted's words for a missing value): it says what is missing and why.
+ */
+const neededSecret = (name: string, neededBy: string) =>
+  Effect.mapError(
+    Config.redacted(name),
+    (error) =>
+      ConfigError.isMissingDataOnly(error) ? ConfigError.MissingData([name], `missing; ${neededBy} needs it`) : error
+  )
+
 const stripeSetting = Effect.gen(function*() {
   const payments = yield* Config.literal("stripe")("SVC_PAYMENTS").pipe(Config.option)
   if (Option.isNone(payments)) return undefined
@@ -438,8 +449,8 @@ const stripeSetting = Effect.gen(function*() {
     return yield* Effect.fail(ConfigError.InvalidData(["SVC_STRIPE_PRICES"], "not valid JSON"))
   }
   const settings: StripeSettings = {
-    secretKey: yield* Config.redacted("SVC_STRIPE_SECRET_KEY"),
-    webhookSecret: yield* Config.redacted("SVC_STRIPE_WEBHOOK_SECRET"),
+    secretKey: yield* neededSecret("SVC_STRIPE_SECRET_KEY", "SVC_PAYMENTS=stripe"),
+    webhookSecret: yield* neededSecret("SVC_STRIPE_WEBHOOK_SECRET", "SVC_PAYMENTS=stripe"),
     apiBase: Option.getOrUndefined(yield* Config.url("SVC_STRIPE_API_BASE").pipe(Config.option))?.toString(),
     timeoutSeconds: yield* Config.integer("SVC_STRIPE_TIMEOUT_SECONDS").pipe(
       Config.validate({ message: "must be between 1 and 120", validation: (n) => n >= 1 && n <= 120 }),
