@@ -50,23 +50,60 @@ const auditLine = (row: AuditRow) =>
     row.detail === "{}" ? "" : row.detail
   ].join("  ").trimEnd()
 
+/** `--since`: an RFC 3339 time, or a span back from now (`30m`, `12h`, `7d`). */
+const sinceMillis = (text: string, now: number): number | undefined => {
+  const span = /^(\d+)([smhd])$/.exec(text.trim())
+  if (span !== null) {
+    return now -
+      Number(span[1]) * { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 }[span[2] as "s" | "m" | "h" | "d"]
+  }
+  const at = Date.parse(text)
+  return Number.isNaN(at) ? undefined : at
+}
+
+const filterOption = (name: string, description: string) =>
+  Options.text(name).pipe(Options.withDescription(description), Options.optional)
+
 /**
- * `svc admin audit`: the audit log, oldest first (operator actions and security events), of one
- * organization with `--org`; `--json` prints a JSON array. Works beside a running server.
+ * `svc admin audit`: the audit log, oldest first (operator actions, security events, machine
+ * lifecycle changes), narrowed by organization, machine, actor, action and time; `--json` prints a
+ * JSON array. Works beside a running server.
  */
 const audit = Command.make(
   "audit",
   {
-    org: Options.text("org").pipe(Options.optional),
-    json: Options.boolean("json"),
-    limit: Options.integer("limit").pipe(Options.withDefault(10_000)),
-    dataDir: Options.text("data-dir").pipe(Options.optional)
+    org: filterOption("org", "Only this organization's rows (its id)"),
+    machine: filterOption("machine", "Only rows about this machine (its id)"),
+    actor: filterOption("actor", "Only what this actor did: a user id, `operator`, or what svc acts as (`auto_stop`)"),
+    action: filterOption("action", "Only this action (`machine.delete`), or every action under a prefix (`machine`)"),
+    since: filterOption("since", "Only rows from this time on: RFC 3339, or a span back from now (`30m`, `12h`, `7d`)"),
+    json: Options.boolean("json").pipe(Options.withDescription("Print one JSON array instead of lines")),
+    limit: Options.integer("limit").pipe(
+      Options.withDescription("Print at most this many rows (the oldest first)"),
+      Options.withDefault(10_000)
+    ),
+    dataDir: Options.text("data-dir").pipe(
+      Options.withDescription("The data directory (default: SVC_DATA_DIR)"),
+      Options.optional
+    )
   },
-  ({ dataDir, json, limit, org }) =>
+  ({ action, actor, dataDir, json, limit, machine, org, since }) =>
     Effect.gen(function*() {
+      const lower = (value: Option.Option<string>) => Option.getOrNull(Option.map(value, (v) => v.trim().toLowerCase()))
+      const from = Option.isNone(since) ? null : sinceMillis(since.value, Date.now())
+      if (from === undefined) {
+        process.stderr.write(
+          `svc: --since: ${JSON.stringify(Option.getOrThrow(since))} is neither RFC 3339 nor a span like 12h\n`
+        )
+        return process.exit(2)
+      }
       const log = yield* AuditLog
       const rows = yield* log.list({
-        organizationId: Option.getOrNull(Option.map(org, (id) => id.toLowerCase())),
+        organizationId: lower(org),
+        machineId: lower(machine),
+        actor: Option.getOrNull(Option.map(actor, (v) => v.trim())),
+        action: Option.getOrNull(Option.map(action, (v) => v.trim())),
+        since: from,
         limit: Math.max(1, limit)
       })
       if (json) {
@@ -78,7 +115,11 @@ const audit = Command.make(
       Effect.provide(IdentityLive.pipe(Layer.provide(AppConfig.layer))),
       withDataDir(dataDir)
     )
-).pipe(Command.withDescription("Print the audit log (operator actions), oldest first; --org ID for one organization"))
+).pipe(
+  Command.withDescription(
+    "Print the audit log (operator actions, security events, machine lifecycle changes), oldest first"
+  )
+)
 
 export const admin = Command.make("admin").pipe(
   Command.withDescription("Operator commands that act on the data directory"),

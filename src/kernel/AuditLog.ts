@@ -9,8 +9,9 @@ import { uuidv7 } from "./domain/Ids.js"
 
 export interface AuditEntry {
   readonly actor: string
-  readonly actorKind: "operator" | "user"
-  /** What was done, dotted: `organization.suspend`, `billing.grant`, `device.deny`. */
+  /** `system`: svc itself (a timer, billing, a suspension); `actor` then says which. */
+  readonly actorKind: "operator" | "user" | "system"
+  /** What was done, dotted: `organization.suspend`, `billing.grant`, `device.deny`, `machine.create`. */
   readonly action: string
   readonly organizationId: string | null
   readonly reason: string | null
@@ -21,12 +22,24 @@ export interface AuditRow {
   readonly id: string
   readonly at: number
   readonly actor: string
-  readonly actor_kind: "operator" | "user"
+  readonly actor_kind: "operator" | "user" | "system"
   readonly action: string
   readonly organization_id: string | null
   readonly reason: string | null
   /** JSON. */
   readonly detail: string
+}
+
+/** What `list` may be narrowed to; a null or absent member takes every row. */
+export interface AuditFilter {
+  readonly organizationId?: string | null
+  /** The `machine_id` in the row's detail (machine lifecycle rows). */
+  readonly machineId?: string | null
+  readonly actor?: string | null
+  /** An action, or a prefix of dotted actions (`machine`). */
+  readonly action?: string | null
+  /** Epoch milliseconds, inclusive. */
+  readonly since?: number | null
 }
 
 const make = Effect.gen(function*() {
@@ -46,12 +59,23 @@ const make = Effect.gen(function*() {
             detail: JSON.stringify(entry.detail ?? {})
           })
         }`).pipe(Effect.asVoid, Effect.orDie),
-    /** Oldest first; of one organization when given. */
-    list: (options: { readonly organizationId: string | null; readonly limit: number }) =>
-      (options.organizationId === null
-        ? sql<AuditRow>`SELECT * FROM audit_log ORDER BY at, id LIMIT ${options.limit}`
-        : sql<AuditRow>`SELECT * FROM audit_log WHERE organization_id = ${options.organizationId}
-            ORDER BY at, id LIMIT ${options.limit}`).pipe(Effect.orDie)
+    /** Oldest first; only the rows every given filter takes. */
+    list: (options: AuditFilter & { readonly limit: number }) => {
+      const where = [
+        options.organizationId == null ? undefined : sql`organization_id = ${options.organizationId}`,
+        options.machineId == null ? undefined : sql`json_extract(detail, '$.machine_id') = ${options.machineId}`,
+        options.actor == null ? undefined : sql`actor = ${options.actor}`,
+        // `machine` takes every `machine.*` action; `machine.stop` only that one.
+        options.action == null
+          ? undefined
+          : sql`(action = ${options.action} OR action LIKE ${`${
+            options.action.replace(/[%_\\]/g, "\\$&")
+          }.%`} ESCAPE '\\')`,
+        options.since == null ? undefined : sql`at >= ${options.since}`
+      ].filter((clause) => clause !== undefined)
+      return sql<AuditRow>`SELECT * FROM audit_log ${where.length === 0 ? sql`` : sql`WHERE ${sql.and(where)}`}
+        ORDER BY at, id LIMIT ${options.limit}`.pipe(Effect.orDie)
+    }
   }
 })
 

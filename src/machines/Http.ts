@@ -54,9 +54,9 @@ export const MachinesHandlers = HttpApiBuilder.group(Api, "machines", (handlers)
         Effect.flatMap(currentOrganization, (organization) =>
           Effect.map(machines.find(organization.id, path.id), dto)))
       .handle("update", ({ path, payload }) =>
-        Effect.flatMap(currentOrganization, (organization) =>
+        Effect.flatMap(requester({}), (who) =>
           Effect.map(
-            machines.patch(organization.id, path.id, {
+            machines.patch(who, path.id, {
               ...(payload.name !== undefined ? { name: payload.name } : {}),
               ...(payload.auto_stop_seconds !== undefined ? { auto_stop_seconds: payload.auto_stop_seconds } : {}),
               ...(payload.idle_sleep_seconds !== undefined ? { idle_sleep_seconds: payload.idle_sleep_seconds } : {}),

@@ -7,9 +7,11 @@
 import type { SqlClient } from "@effect/sql"
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import { MachineDriver } from "../drivers/MachineDriver.js"
+import { AuditLog } from "../kernel/AuditLog.js"
 import { sha256 } from "../kernel/crypto/Tokens.js"
 import { uuidv7 } from "../kernel/domain/Ids.js"
 import {
+  conflictDetail,
   conflictOf,
   MachineSize,
   makesMachine,
@@ -67,6 +69,9 @@ export interface NewMachine {
   readonly start: boolean
 }
 
+/** The changes of a machine's life the audit log records (create, fork and restore: `create`). */
+const lifecycle = new Set<OperationKind>(["start", "stop", "restart", "delete"])
+
 const make = Effect.gen(function*() {
   const commit = yield* GroupCommit
   const machines = yield* MachinesRepo
@@ -84,6 +89,29 @@ const make = Effect.gen(function*() {
   )
   const bus = yield* DomainEvents
   const outbox = yield* EventRecorders
+  const audit = yield* AuditLog
+
+  /**
+   * A lifecycle change's audit row, written in its accept's transaction: who asked (svc itself
+   * when a timer, billing, a suspension or an abuse check stops it), what, on which machine.
+   */
+  const audited = (
+    requester: Requester,
+    action: string,
+    machineId: string,
+    detail: Record<string, unknown>,
+    reason: string | null = null
+  ) => {
+    const system = requester.system ?? (reason !== null && reason !== "api" ? reason : undefined)
+    return audit.record({
+      actor: system ?? requester.userId,
+      actorKind: system === undefined ? "user" : "system",
+      action,
+      organizationId: requester.organizationId,
+      reason: reason === "api" ? null : reason,
+      detail: { machine_id: machineId, ...detail }
+    })
+  }
 
   const accepted = (operationId: string, machineId: string, kind: string): Accepted => ({
     operation_id: operationId,
@@ -229,6 +257,12 @@ const make = Effect.gen(function*() {
             request: resolved?.request ?? body,
             boots: body.start
           }, now)
+          yield* audited(requester, `machine.${kind}`, machineId, {
+            operation_id: operationId,
+            name: body.name,
+            size: body.size,
+            ...(resolved === undefined ? {} : { source: resolved.source })
+          })
           return { answer: accepted(operationId, machineId, kind), fresh: true }
         }),
         requester.organizationId
@@ -258,7 +292,7 @@ const make = Effect.gen(function*() {
           const conflict = conflictOf(kind, machine.projected_state)
           if (conflict !== undefined) {
             return yield* new machineConflicts[conflict]({
-              detail: `The machine will be ${machine.projected_state} once its accepted operations have run`
+              detail: conflictDetail(kind, conflict, machine.state, machine.projected_state)
             })
           }
           // Starting a machine that will be running anyway boots nothing and costs no start.
@@ -273,6 +307,13 @@ const make = Effect.gen(function*() {
           const operationId = uuidv7()
           if (within !== undefined) yield* within({ operationId, machine, now })
           yield* record(requester, fingerprint, { id: operationId, machineId, kind, request, boots }, now)
+          if (lifecycle.has(kind)) {
+            const reason = typeof request.stop_reason === "string" ? request.stop_reason : null
+            yield* audited(requester, `machine.${kind}`, machineId, {
+              operation_id: operationId,
+              ...(request.force === true ? { force: true } : {})
+            }, reason)
+          }
           const projected = projectedAfter(kind, machine.projected_state)
           if (projected !== machine.projected_state) yield* machines.update(machineId, { projected_state: projected })
           return { answer: accepted(operationId, machineId, kind), fresh: true }
@@ -299,18 +340,27 @@ const make = Effect.gen(function*() {
           onSome: Effect.succeed
         })),
 
-    patch: (organizationId: string, machineId: string, patch: MachinePatch) =>
+    /** Changes the settings a PATCH may change; `by` is who asked (the audit log's actor). */
+    patch: (requester: Requester, machineId: string, patch: MachinePatch) =>
       Effect.gen(function*() {
+        const organizationId = requester.organizationId
         const found = yield* machines.findIn(organizationId, machineId)
         if (Option.isNone(found)) return yield* new ResourceNotFound({ detail: "Machine not found" })
         if (found.value.state === "deleted") {
-          return yield* new machineConflicts.machine_deleted({ detail: "The machine was deleted" })
+          return yield* new machineConflicts.machine_deleted({
+            detail: "The machine was deleted; its settings can no longer change."
+          })
         }
         if (patch.name !== undefined && (yield* machines.liveNameTaken(organizationId, patch.name, machineId))) {
           return yield* new NameTaken({ detail: `A live machine is already named ${patch.name}` })
         }
         const now = yield* Clock.currentTimeMillis
-        yield* machines.update(machineId, { ...patch, updated_at: now })
+        yield* commit.transaction(
+          Effect.zipRight(
+            machines.update(machineId, { ...patch, updated_at: now }),
+            audited(requester, "machine.change", machineId, { changed: patch })
+          )
+        )
         yield* bus.publish({ _tag: "MachineSettingsChanged", machineId })
         return { ...found.value, ...patch, updated_at: now } as MachineRow
       })

@@ -36,7 +36,12 @@ const make = Effect.gen(function*() {
         Effect.ignore(Effect.zipRight(
           snapshots.deleteForMachine(organizationId, machine.id, null),
           machines.change(
-            { organizationId, userId: machine.created_by, idempotencyKey: `organization_deleted:purge:${machine.id}` },
+            {
+              organizationId,
+              userId: machine.created_by,
+              idempotencyKey: `organization_deleted:purge:${machine.id}`,
+              system: "organization_deleted"
+            },
             machine.id,
             "delete",
             {}

@@ -18,6 +18,11 @@ export interface Keyed {
 /** Who asks for a change: the organization, the key, and the user. */
 export interface Requester extends Keyed {
   readonly userId: string
+  /**
+   * Set when svc itself asks (a timer, billing, a suspension, an organization's deletion): the
+   * audit log names it as the actor rather than the user whose machine it is.
+   */
+  readonly system?: string | undefined
 }
 
 /** The `Idempotency-Key` header's key: quotes and blanks removed; empty means none. */
