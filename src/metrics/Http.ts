@@ -8,5 +8,10 @@ import { Metrics } from "./Metrics.js"
 export const MetricsHandlers = HttpApiBuilder.group(
   Api,
   "metrics",
-  (handlers) => Effect.map(Metrics, (metrics) => handlers.handle("get", () => metrics.scrape))
+  (handlers) =>
+    Effect.map(Metrics, (metrics) =>
+      handlers
+        .handle("get", () => metrics.scrape)
+        .handle("health", () => Effect.succeed({ status: "ok" as const }))
+        .handle("ready", () => metrics.readiness))
 ).pipe(buildWithOnly(Authorization, Metrics))

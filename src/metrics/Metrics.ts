@@ -3,14 +3,19 @@
  * The engine's own gauges (machines, operations, mailboxes) are registered here, since the engine
  * is kernel and has no area of its own.
  */
+import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer } from "effect"
+import { MachineDriver } from "../drivers/MachineDriver.js"
 import { Gauges } from "../kernel/metrics/Gauges.js"
 import { render } from "../kernel/metrics/Prometheus.js"
 import { MachinesRepo } from "../runtime/MachinesRepo.js"
 import { OperationsRepo } from "../runtime/OperationsRepo.js"
+import { NotReady } from "./Api.js"
 
 const make = Effect.gen(function*() {
   const gauges = yield* Gauges
+  const sql = yield* SqlClient.SqlClient
+  const driver = yield* MachineDriver
   const machines = yield* MachinesRepo
   const operations = yield* OperationsRepo
 
@@ -42,7 +47,23 @@ const make = Effect.gen(function*() {
     read: Effect.map(depths, (counts) => [{ labels: {}, value: counts.reduce((a, b) => a + b, 0) }])
   })
 
+  /** Whether the database answers now (a stuck or vanished file answers no within 5 s). */
+  const databaseAnswers = sql`SELECT 1 AS one`.pipe(
+    Effect.timeout("5 seconds"),
+    Effect.as(true),
+    Effect.catchAllCause(() => Effect.succeed(false))
+  )
+
   return {
+    /** `/readyz`: the database answers and machines can run here. */
+    readiness: Effect.gen(function*() {
+      const missing = [
+        ...((yield* databaseAnswers) ? [] : ["the database does not answer"]),
+        ...(driver.unavailable === undefined ? [] : ["machines cannot run on this host now"])
+      ]
+      if (missing.length > 0) return yield* new NotReady({ detail: `Not ready: ${missing.join("; ")}` })
+      return { status: "ready" as const, database: "ok" as const, runtime: "ok" as const }
+    }),
     /** The exposition text, every gauge read now. */
     scrape: Effect.flatMap(gauges.all, (all) =>
       Effect.map(

@@ -201,6 +201,8 @@ export const roleSections: ReadonlyArray<Section> = [
     area: "Operator",
     routes: {
       "GET /metrics": operatorToken,
+      "GET /healthz": anyone,
+      "GET /readyz": anyone,
       "POST /v1/operator/organizations/{organization_id}/suspend": operatorToken,
       "POST /v1/operator/organizations/{organization_id}/resume": operatorToken,
       "GET /v1/operator/abuse-flags": operatorToken,
