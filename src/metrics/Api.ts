@@ -3,10 +3,8 @@ import { Schema } from "effect"
 import { Authorization } from "../kernel/http/Authorization.js"
 import { Endpoint } from "../kernel/http/Endpoint.js"
 import { policy } from "../kernel/http/Policy.js"
-import { ProblemError } from "../kernel/http/Problem.js"
 import { contentType } from "../kernel/metrics/Prometheus.js"
-
-export class NotReady extends ProblemError<NotReady>()("not_ready", 503, "Not ready to serve") {}
+import { NotReady } from "./Errors.js"
 
 export const Health = Schema.Struct({ status: Schema.Literal("ok") }).annotations({ identifier: "Health" })
 

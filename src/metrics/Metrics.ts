@@ -10,7 +10,7 @@ import { Gauges } from "../kernel/metrics/Gauges.js"
 import { render } from "../kernel/metrics/Prometheus.js"
 import { MachinesRepo } from "../runtime/MachinesRepo.js"
 import { OperationsRepo } from "../runtime/OperationsRepo.js"
-import { NotReady } from "./Api.js"
+import { NotReady } from "./Errors.js"
 
 const make = Effect.gen(function*() {
   const gauges = yield* Gauges
