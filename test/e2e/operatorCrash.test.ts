@@ -91,14 +91,14 @@ describe("suspension durability", () => {
       const refused = yield* api("POST", `/v1/machines/${ids[0]}/start`)
       assert.strictEqual(refused.body.code, "organization_suspended")
 
-      const audit = yield* run(["admin", "audit", "--json", "--org", boot.organization_id, "--data-dir", dataDir])
+      const audit = yield* run(["admin", "audit", "--json", "--org", boot.organization_id, "--action", "organization", "--data-dir", dataDir])
       assert.strictEqual(audit.code, 0, audit.stderr)
       const rows = JSON.parse(audit.stdout)
       assert.deepStrictEqual(
         rows.map((row: any) => [row.actor, row.actor_kind, row.action, row.organization_id, row.reason]),
         [["ops", "operator", "organization.suspend", boot.organization_id, "kill -9 test"]]
       )
-      const text = yield* run(["admin", "audit", "--data-dir", dataDir])
+      const text = yield* run(["admin", "audit", "--action", "organization", "--data-dir", dataDir])
       assert.match(text.stdout, /operator:ops {2}organization\.suspend {2}[0-9a-f-]{36} {2}"kill -9 test"/)
       console.log(`suspension kill -9: ${stopsAtKill} of ${count} stops accepted at the kill`)
     }), 240_000)
