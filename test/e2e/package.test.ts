@@ -84,6 +84,7 @@ describe("the npm package", () => {
         for (
           const entry of [
             "src",
+            "console",
             "bin",
             "schema",
             "docs",
