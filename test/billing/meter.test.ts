@@ -174,7 +174,9 @@ describe("billing", () => {
       // Machines stay stopped; starting one is allowed again.
       assert.strictEqual(stopped.state, "stopped")
       assert.strictEqual(yield* failureTag(s.machines.change(alice, machine, "start", {})), "succeeded")
-      const audit = yield* s.sql<{ action: string; actor: string }>`SELECT action, actor FROM audit_log WHERE action LIKE 'billing.%'`
+      const audit = yield* s.sql<
+        { action: string; actor: string }
+      >`SELECT action, actor FROM audit_log WHERE action LIKE 'billing.%'`
       // The machines' own lifecycle rows (create, the billing stop) are the machine audit's business.
       assert.deepStrictEqual(audit.map((row) => row.action), ["billing.credit_grant"])
     }))

@@ -91,7 +91,17 @@ describe("suspension durability", () => {
       const refused = yield* api("POST", `/v1/machines/${ids[0]}/start`)
       assert.strictEqual(refused.body.code, "organization_suspended")
 
-      const audit = yield* run(["admin", "audit", "--json", "--org", boot.organization_id, "--action", "organization", "--data-dir", dataDir])
+      const audit = yield* run([
+        "admin",
+        "audit",
+        "--json",
+        "--org",
+        boot.organization_id,
+        "--action",
+        "organization",
+        "--data-dir",
+        dataDir
+      ])
       assert.strictEqual(audit.code, 0, audit.stderr)
       const rows = JSON.parse(audit.stdout)
       assert.deepStrictEqual(
