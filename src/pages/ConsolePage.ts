@@ -8,7 +8,7 @@ import { HttpServerResponse } from "@effect/platform"
 import type { ConsoleBuild } from "../../console/build.mjs"
 import { randomToken } from "../kernel/crypto/Tokens.js"
 import { gzipOf } from "./ConsoleAssets.js"
-import { escapeHtml } from "./Kit.js"
+import { escapeHtml, htmlResponse } from "./Kit.js"
 
 export interface ConsoleSpec {
   readonly build: ConsoleBuild
@@ -31,24 +31,13 @@ ${spec.build.style === undefined ? "" : `<link rel="stylesheet" href="${asset(sp
 </head><body><div id="app"></div><noscript>The console needs JavaScript.</noscript></body></html>`
   const api = new URL(spec.apiBase)
   const socket = `${api.protocol === "https:" ? "wss:" : "ws:"}//${api.host}`
-  return HttpServerResponse.text(html, {
-    contentType: "text/html; charset=utf-8",
-    headers: {
-      "cache-control": "no-store",
-      "x-frame-options": "DENY",
-      "referrer-policy": "same-origin",
-      "content-security-policy": [
-        "default-src 'none'",
-        "script-src 'self'",
-        `style-src 'self' 'nonce-${nonce}'`,
-        `connect-src 'self' ${api.origin} ${socket}`,
-        "img-src 'self' data: blob:",
-        "form-action 'self'",
-        "base-uri 'none'",
-        "frame-ancestors 'none'"
-      ].join("; ")
-    }
-  })
+  return htmlResponse(html, [
+    "script-src 'self'",
+    `style-src 'self' 'nonce-${nonce}'`,
+    `connect-src 'self' ${api.origin} ${socket}`,
+    "img-src 'self' data: blob:",
+    "form-action 'self'"
+  ])
 }
 
 /** One of the build's files: named by its content's hash, so cached for good; gzipped when accepted. */

@@ -116,27 +116,29 @@ ${new Html(spec.script ?? "")}</script></body></html>`
   return { html: document.text, nonce, apiBase: spec.apiBase }
 }
 
-/** The page as a response: never cached, never framed, only its own style and script run. */
-export const pageResponse = (page: Page, status = 200) =>
-  HttpServerResponse.text(page.html, {
+/** An HTML document as a response: never cached, never framed, under the given policy's directives. */
+export const htmlResponse = (html: string, policy: ReadonlyArray<string>, status = 200) =>
+  HttpServerResponse.text(html, {
     status,
     contentType: "text/html; charset=utf-8",
     headers: {
       "cache-control": "no-store",
       "x-frame-options": "DENY",
       "referrer-policy": "same-origin",
-      "content-security-policy": [
-        "default-src 'none'",
-        `style-src 'nonce-${page.nonce}'`,
-        `script-src 'nonce-${page.nonce}'`,
-        `connect-src 'self' ${new URL(page.apiBase).origin}`,
-        "img-src 'self' data:",
-        "form-action 'self'",
-        "base-uri 'none'",
-        "frame-ancestors 'none'"
-      ].join("; ")
+      "content-security-policy": ["default-src 'none'", ...policy, "base-uri 'none'", "frame-ancestors 'none'"]
+        .join("; ")
     }
   })
+
+/** The page as a response: only its own style and script run. */
+export const pageResponse = (page: Page, status = 200) =>
+  htmlResponse(page.html, [
+    `style-src 'nonce-${page.nonce}'`,
+    `script-src 'nonce-${page.nonce}'`,
+    `connect-src 'self' ${new URL(page.apiBase).origin}`,
+    "img-src 'self' data:",
+    "form-action 'self'"
+  ], status)
 
 /** A redirect from a page (to sign in first, for instance). */
 export const redirect = (location: string) => HttpServerResponse.redirect(location, { status: 303 })
