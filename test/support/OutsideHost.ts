@@ -30,6 +30,29 @@ const ip = (...args: ReadonlyArray<string>) => {
   if (done.status !== 0) throw new Error(`ip ${args.join(" ")}: ${done.stderr}`)
 }
 
+/**
+ * A network namespace joined to the host by a veth pair: `<prefix>.base+1` on the host's end and
+ * `<prefix>.base+2` inside, per prefix (/30 each). Throws after removing what it made, if a step fails.
+ */
+export const vethNamespace = (namespace: string, base: number, prefixes: ReadonlyArray<string>) => {
+  try {
+    ip("netns", "add", namespace)
+    ip("link", "add", `${namespace}h`, "type", "veth", "peer", "name", `${namespace}o`)
+    ip("link", "set", `${namespace}o`, "netns", namespace)
+    for (const prefix of prefixes) {
+      ip("addr", "add", `${prefix}.${base + 1}/30`, "dev", `${namespace}h`)
+      ip("-n", namespace, "addr", "add", `${prefix}.${base + 2}/30`, "dev", `${namespace}o`)
+    }
+    ip("link", "set", `${namespace}h`, "up")
+    ip("-n", namespace, "link", "set", `${namespace}o`, "up")
+    ip("-n", namespace, "link", "set", "lo", "up")
+  } catch (error) {
+    NodeChild.spawnSync("ip", ["netns", "del", namespace])
+    NodeChild.spawnSync("ip", ["link", "del", `${namespace}h`])
+    throw error
+  }
+}
+
 const inUse = () =>
   new Set(Object.values(NodeOs.networkInterfaces()).flatMap((entries) => (entries ?? []).map((entry) => entry.address)))
 
@@ -86,19 +109,8 @@ export const outsideHost = Effect.acquireRelease(
     const lanAddress = `172.31.254.${base + 2}`
     const linkLocalAddress = `169.254.99.${base + 2}`
     try {
-      ip("netns", "add", namespace)
-      ip("link", "add", `${namespace}h`, "type", "veth", "peer", "name", `${namespace}o`)
-      ip("link", "set", `${namespace}o`, "netns", namespace)
-      for (const prefix of ["198.51.100", "172.31.254", "169.254.99"]) {
-        ip("addr", "add", `${prefix}.${base + 1}/30`, "dev", `${namespace}h`)
-        ip("-n", namespace, "addr", "add", `${prefix}.${base + 2}/30`, "dev", `${namespace}o`)
-      }
-      ip("link", "set", `${namespace}h`, "up")
-      ip("-n", namespace, "link", "set", `${namespace}o`, "up")
-      ip("-n", namespace, "link", "set", "lo", "up")
+      vethNamespace(namespace, base, ["198.51.100", "172.31.254", "169.254.99"])
     } catch (error) {
-      NodeChild.spawnSync("ip", ["netns", "del", namespace])
-      NodeChild.spawnSync("ip", ["link", "del", `${namespace}h`])
       return resume(Effect.fail(error as Error))
     }
     const server = NodeChild.spawn("ip", ["netns", "exec", namespace, process.execPath, "-e", servers, address], {

@@ -12,6 +12,7 @@ import { Effect } from "effect"
 import * as NodeChild from "node:child_process"
 import * as NodeOs from "node:os"
 import * as NodeReadline from "node:readline"
+import { vethNamespace } from "./OutsideHost.js"
 import type { TestCa } from "./Tls.js"
 
 export interface PublicReceiver {
@@ -21,11 +22,6 @@ export interface PublicReceiver {
   /** The same server on a private (LAN) address. */
   readonly lanAddress: string
   readonly received: Array<{ readonly headers: Record<string, string>; readonly body: string }>
-}
-
-const ip = (...args: ReadonlyArray<string>) => {
-  const done = NodeChild.spawnSync("ip", args, { encoding: "utf8" })
-  if (done.status !== 0) throw new Error(`ip ${args.join(" ")}: ${done.stderr}`)
 }
 
 // The server inside the namespace: node, the same one that runs the tests.
@@ -60,19 +56,8 @@ export const publicReceiver = (ca: TestCa) =>
         let certificate
         try {
           certificate = ca.issue(address, lanAddress)
-          ip("netns", "add", namespace)
-          ip("link", "add", `${namespace}h`, "type", "veth", "peer", "name", `${namespace}o`)
-          ip("link", "set", `${namespace}o`, "netns", namespace)
-          for (const prefix of ["192.52.193", "172.31.253"]) {
-            ip("addr", "add", `${prefix}.${base + 1}/30`, "dev", `${namespace}h`)
-            ip("-n", namespace, "addr", "add", `${prefix}.${base + 2}/30`, "dev", `${namespace}o`)
-          }
-          ip("link", "set", `${namespace}h`, "up")
-          ip("-n", namespace, "link", "set", `${namespace}o`, "up")
-          ip("-n", namespace, "link", "set", "lo", "up")
+          vethNamespace(namespace, base, ["192.52.193", "172.31.253"])
         } catch (error) {
-          NodeChild.spawnSync("ip", ["netns", "del", namespace])
-          NodeChild.spawnSync("ip", ["link", "del", `${namespace}h`])
           return resume(Effect.fail(error as Error))
         }
         const child = NodeChild.spawn(
