@@ -12,3 +12,15 @@ export const when = (iso: string | null) => iso === null ? "—" : new Date(iso)
 
 export const decode64 = (base64: string) =>
   new TextDecoder().decode(Uint8Array.from(atob(base64), (c) => c.charCodeAt(0)))
+
+/** A table's header row: the named columns, then an unnamed one for the row's buttons. */
+export const TableHead = ({ columns }: { readonly columns: ReadonlyArray<string> }) => (
+  <thead>
+    <tr>
+      {columns.map((column) => <th key={column} scope="col">{column}</th>)}
+      <th scope="col">
+        <span class="visually-hidden">Actions</span>
+      </th>
+    </tr>
+  </thead>
+)

@@ -4,7 +4,7 @@ import { del, get, post } from "../api.js"
 import { useAction, useLoad } from "../hooks.js"
 import type { Abilities } from "../roles.js"
 import type { ApiKey, NewApiKey } from "../types.js"
-import { Empty, ErrorLine, when } from "../ui.js"
+import { Empty, ErrorLine, TableHead, when } from "../ui.js"
 
 export const KeysView = ({ organization }: { organization: string; can: Abilities }) => {
   const keys = useLoad(() => get<{ items: ReadonlyArray<ApiKey> }>("/v1/api-keys"), [organization])
@@ -73,18 +73,7 @@ export const KeysView = ({ organization }: { organization: string; can: Abilitie
         : (
           <div class="table-wrap">
             <table>
-              <thead>
-                <tr>
-                  <th scope="col">Name</th>
-                  <th scope="col">Key</th>
-                  <th scope="col">Access</th>
-                  <th scope="col">Expires</th>
-                  <th scope="col">Last used</th>
-                  <th scope="col">
-                    <span class="visually-hidden">Actions</span>
-                  </th>
-                </tr>
-              </thead>
+              <TableHead columns={["Name", "Key", "Access", "Expires", "Last used"]} />
               <tbody>
                 {live.map((key) => (
                   <tr key={key.id} aria-label={key.name}>

@@ -5,7 +5,7 @@ import { useAction, useLoad } from "../hooks.js"
 import type { Abilities } from "../roles.js"
 import { go, href } from "../route.js"
 import type { Accepted, CreateMachine, Environment, Machine, MachinePage, Snapshot } from "../types.js"
-import { Empty, ErrorLine, StateBadge } from "../ui.js"
+import { Empty, ErrorLine, StateBadge, TableHead } from "../ui.js"
 
 /** All pages of the list: an organization's machines rarely fill more than a few. */
 const allMachines = async () => {
@@ -90,17 +90,7 @@ export const MachinesView = ({ organization, can }: { organization: string; can:
         : (
           <div class="table-wrap">
             <table class="machines">
-              <thead>
-                <tr>
-                  <th scope="col">Name</th>
-                  <th scope="col">State</th>
-                  <th scope="col">Size</th>
-                  <th scope="col">Image</th>
-                  <th scope="col">
-                    <span class="visually-hidden">Actions</span>
-                  </th>
-                </tr>
-              </thead>
+              <TableHead columns={["Name", "State", "Size", "Image"]} />
               <tbody>
                 {machines.data.map((machine) => (
                   <tr key={machine.id} aria-label={machine.name}>

@@ -8,7 +8,7 @@ import { useAction, useLoad } from "../hooks.js"
 import type { Abilities } from "../roles.js"
 import { go } from "../route.js"
 import type { Accepted, Machine, Snapshot } from "../types.js"
-import { Empty, ErrorLine, when } from "../ui.js"
+import { Empty, ErrorLine, TableHead, when } from "../ui.js"
 
 const size = (bytes: number) =>
   bytes < 1024 * 1024 ? `${(bytes / 1024).toFixed(0)} KiB` : `${(bytes / 1024 / 1024).toFixed(1)} MiB`
@@ -47,17 +47,7 @@ export const MachineSnapshots = (
         : (
           <div class="table-wrap">
             <table>
-              <thead>
-                <tr>
-                  <th scope="col">Taken</th>
-                  <th scope="col">Name</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">Size</th>
-                  <th scope="col">
-                    <span class="visually-hidden">Actions</span>
-                  </th>
-                </tr>
-              </thead>
+              <TableHead columns={["Taken", "Name", "Status", "Size"]} />
               <tbody>
                 {items.map((snapshot) => (
                   <tr key={snapshot.id}>
@@ -117,17 +107,7 @@ export const TemplatesView = ({ organization, can }: { organization: string; can
         : (
           <div class="table-wrap">
             <table>
-              <thead>
-                <tr>
-                  <th scope="col">Name</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">Size</th>
-                  <th scope="col">Made</th>
-                  <th scope="col">
-                    <span class="visually-hidden">Actions</span>
-                  </th>
-                </tr>
-              </thead>
+              <TableHead columns={["Name", "Status", "Size", "Made"]} />
               <tbody>
                 {items.map((template) => (
                   <tr key={template.id} aria-label={template.name ?? template.id}>
