@@ -1,0 +1,43 @@
+/**
+ * PostgreSQL through `@effect/sql-pg` (pinned ~0.53: its `latest` is the Effect 4 line), for several
+ * hosts over one database (extensions.md §21). What the package leaves to us:
+ *
+ * - node-postgres answers `int8` (counts, sequence numbers, `bigint` columns) as strings; ours are
+ *   far below 2^53, so they are read as numbers, as better-sqlite3 reads them;
+ * - its `notify` sends `NOTIFY chan, $1`, which PostgreSQL refuses (NOTIFY takes no parameters):
+ *   `notify` here is `SELECT pg_notify($1, $2)`.
+ */
+import { SqlClient } from "@effect/sql"
+import { PgClient } from "@effect/sql-pg"
+import { Effect, Layer, Redacted } from "effect"
+import Pg from "pg"
+
+const int8 = 20
+
+/** node-postgres' own parsers, but `int8` as a number. */
+const types: Pg.CustomTypesConfig = {
+  getTypeParser: ((oid: number, format?: "text" | "binary") =>
+    oid === int8 && format !== "binary"
+      ? (value: string) => Number(value)
+      : Pg.types.getTypeParser(oid, format)) as Pg.CustomTypesConfig["getTypeParser"]
+}
+
+export interface PostgresOptions {
+  readonly url: string
+  /** Connections in the pool; advisory locks and LISTEN each keep one of their own besides. */
+  readonly maxConnections?: number
+  readonly applicationName?: string
+}
+
+/** The SqlClient (and PgClient) of a PostgreSQL database. */
+export const layer = (options: PostgresOptions): Layer.Layer<PgClient.PgClient | SqlClient.SqlClient, unknown> =>
+  PgClient.layer({
+    url: Redacted.make(options.url),
+    maxConnections: options.maxConnections ?? 10,
+    applicationName: options.applicationName ?? "svc",
+    types
+  })
+
+/** Sends a notification (after the commit of the transaction it runs in, if any). */
+export const notify = (channel: string, payload: string) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) => sql`SELECT pg_notify(${channel}, ${payload})`).pipe(Effect.asVoid)
