@@ -11,12 +11,23 @@ import { href, useRoute } from "./route.js"
 import "./style.css"
 import type { Me } from "./types.js"
 import { ErrorLine } from "./ui.js"
+import { ModelsView } from "./views/Agents.js"
 import { KeysView } from "./views/Keys.js"
 import { MachineView } from "./views/Machine.js"
 import { MachinesView } from "./views/Machines.js"
 import { MembersView } from "./views/Members.js"
 import { TemplatesView } from "./views/Snapshots.js"
 import { WebhooksView } from "./views/Webhooks.js"
+
+/** The header's sections, in order: the hash's first part and the link's words. */
+const sections: ReadonlyArray<readonly [string, string]> = [
+  ["machines", "Machines"],
+  ["templates", "Templates"],
+  ["models", "Agents"],
+  ["keys", "Keys"],
+  ["members", "Members"],
+  ["webhooks", "Webhooks"]
+]
 
 const App = () => {
   const route = useRoute()
@@ -59,19 +70,9 @@ const App = () => {
         <nav aria-label="Sections">
           {membership === undefined ? null : (
             <>
-              <a href={href(membership.id, "machines")} aria-current={section === "machines" ? "page" : undefined}>
-                Machines
-              </a>
-              <a href={href(membership.id, "templates")} aria-current={section === "templates" ? "page" : undefined}>
-                Templates
-              </a>
-              <a href={href(membership.id, "keys")} aria-current={section === "keys" ? "page" : undefined}>Keys</a>
-              <a href={href(membership.id, "members")} aria-current={section === "members" ? "page" : undefined}>
-                Members
-              </a>
-              <a href={href(membership.id, "webhooks")} aria-current={section === "webhooks" ? "page" : undefined}>
-                Webhooks
-              </a>
+              {sections.map(([name, label]) => (
+                <a href={href(membership.id, name)} aria-current={section === name ? "page" : undefined}>{label}</a>
+              ))}
             </>
           )}
           <a href={`${uiUrl}/account`}>Account</a>
@@ -101,13 +102,14 @@ const View = (
   }
 ) => {
   const can = abilitiesOf(role)
-  const [section, id, sub] = path
+  const [section, id, sub, rest] = path
   if (section === "keys") return <KeysView organization={organization} can={can} />
   if (section === "members") return <MembersView organization={organization} can={can} />
   if (section === "templates") return <TemplatesView organization={organization} can={can} />
+  if (section === "models") return <ModelsView organization={organization} />
   if (section === "webhooks") return <WebhooksView organization={organization} can={can} />
   if (section === "machines" && id !== undefined) {
-    return <MachineView key={id} organization={organization} id={id} tab={sub ?? "overview"} can={can} />
+    return <MachineView key={id} organization={organization} id={id} tab={sub ?? "overview"} rest={rest} can={can} />
   }
   return <MachinesView organization={organization} can={can} />
 }

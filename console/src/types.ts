@@ -38,3 +38,19 @@ import type { WebhookDeliveryDto, WebhookDto, WebhookSecretDto } from "../../src
 export type Webhook = typeof WebhookDto.Type
 export type WebhookSecret = typeof WebhookSecretDto.Type
 export type WebhookDelivery = typeof WebhookDeliveryDto.Type
+
+import type {
+  AgentConversationDto,
+  AgentConversationListDto,
+  AgentInputAccepted,
+  AgentTurnDto,
+  ProviderModelsDto
+} from "../../src/agents/Api.js"
+import type { AgentEvent as AgentEventSchema } from "../../src/agents/providers/Schemas.js"
+
+export type AgentTurn = AgentTurnDto
+export type AgentEvent = typeof AgentEventSchema.Type
+export type Conversation = AgentConversationDto
+export type ConversationPage = typeof AgentConversationListDto.Type
+export type InputAccepted = AgentInputAccepted
+export type ProviderModels = ProviderModelsDto

@@ -10,6 +10,7 @@ import type { Abilities } from "../roles.js"
 import { go, href } from "../route.js"
 import type { Accepted, Machine, Operation, OperationPage } from "../types.js"
 import { decode64, ErrorLine, StateBadge, when } from "../ui.js"
+import { AgentsTab } from "./Agents.js"
 import { MachineActions } from "./Machines.js"
 import { MachineSnapshots } from "./Snapshots.js"
 
@@ -29,7 +30,14 @@ export const settle = async (id: string, seen?: (operation: Operation) => void) 
 }
 
 export const MachineView = (
-  { organization, id, tab, can }: { organization: string; id: string; tab: string; can: Abilities }
+  { organization, id, tab, rest, can }: {
+    organization: string
+    id: string
+    tab: string
+    /** What follows the tab in the path: a conversation under `agents`. */
+    rest: string | undefined
+    can: Abilities
+  }
 ) => {
   const machine = useLoad(() => get<Machine>(`/v1/machines/${id}`), [id], 2_000)
   const m = machine.data
@@ -38,7 +46,7 @@ export const MachineView = (
       ? <p aria-busy="true">Loading…</p>
       : <ErrorLine error={machine.error} />
   }
-  const tabs = ["overview", "terminal", "files", "snapshots", "operations"] as const
+  const tabs = ["overview", "terminal", "agents", "files", "snapshots", "operations"] as const
   return (
     <section aria-labelledby="machine-title">
       <p>
@@ -68,6 +76,8 @@ export const MachineView = (
             </Suspense>
           )
           : <p class="empty">Your role cannot open terminals.</p>
+        : tab === "agents"
+        ? <AgentsTab machine={m} organization={organization} conversation={rest} can={can} />
         : tab === "files"
         ? <Files machine={m} can={can} />
         : tab === "snapshots"
