@@ -6,6 +6,7 @@
  * restart misses nothing, and an e-mail sent just before a crash may be sent again (at least once).
  */
 import { Clock, Context, Duration, Effect, Layer, Option, Queue } from "effect"
+import { Accounts } from "../identity/Accounts.js"
 import { AppConfig } from "../kernel/config/AppConfig.js"
 import { DomainEvents } from "../kernel/events/DomainEvents.js"
 import { OutboxMarks } from "../kernel/events/OutboxMarks.js"
@@ -34,6 +35,7 @@ export class AlertSender extends Context.Tag("svc/alerts/AlertSender")<AlertSend
       const repo = yield* AlertsRepo
       const mail = yield* Mail
       const organizations = yield* Organizations
+      const accounts = yield* Accounts
       const preferences = yield* makePreferences
       const tokens = yield* makeUnsubscribeTokens
       const { baseUrl } = yield* AppConfig
@@ -41,11 +43,12 @@ export class AlertSender extends Context.Tag("svc/alerts/AlertSender")<AlertSend
       const wakes = yield* Queue.sliding<void>(1)
       const wake = Queue.offer(wakes, undefined).pipe(Effect.asVoid)
 
+      /** The address of a member of the organization (none once they left it). */
       const emailOf = (organizationId: string, userId: string) =>
-        Effect.map(
-          organizations.members(organizationId),
-          (members) => Option.fromNullable(members.find((m) => m.user_id === userId)?.email)
-        )
+        Effect.gen(function*() {
+          if (Option.isNone(yield* organizations.membership(organizationId, userId))) return Option.none<string>()
+          return Option.map(yield* accounts.findUser(userId), (user) => user.email)
+        })
 
       /** Mails (or drops, or postpones) every pending alert of one key. */
       const sendKey = (key: AlertKey, now: number) =>

@@ -156,6 +156,8 @@ const make = Effect.gen(function*() {
         return { user_id: user.id, organization_id: organizationId, api_key: key.secret }
       }),
     findUser: users.findById,
+    /** Each user's address, by id (those not found are left out). */
+    addressesOf: users.addresses,
     /** The id of the user an address belongs to, as their own or linked (an invitation's invitee). */
     userIdOfAddress: (email: string) => identities.userOfAddress(normalizeEmail(email)),
     membership: organizations.membership

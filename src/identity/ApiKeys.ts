@@ -5,6 +5,7 @@ import { type Preset, presetAtMost, type Role, roleAllowed, Roles } from "../ker
 import * as ApiKeyText from "../kernel/domain/ApiKeyText.js"
 import { uuidv7 } from "../kernel/domain/Ids.js"
 import { InsufficientScope, InvalidApiKey, ResourceNotFound } from "../kernel/http/Errors.js"
+import { Organizations } from "../organizations/Organizations.js"
 import { type ApiKeyRow, ApiKeysRepo } from "./ApiKeysRepo.js"
 
 /** `last_used_at` is written at most this often per key, so reads do not each cost a write. */
@@ -34,6 +35,7 @@ export interface MintRequest {
 
 const make = Effect.gen(function*() {
   const repo = yield* ApiKeysRepo
+  const organizations = yield* Organizations
 
   const mint = (request: MintRequest) =>
     Effect.gen(function*() {
@@ -90,7 +92,10 @@ const make = Effect.gen(function*() {
      */
     revokeHeldBy: (organizationId: string, userId: string | null) =>
       Effect.flatMap(Clock.currentTimeMillis, (now) => repo.revokeHeldBy(organizationId, userId, now)),
-    /** The live key this text names: malformed, unknown, expired and revoked keys are all invalid. */
+    /**
+     * The live key this text names (malformed, unknown, expired and revoked keys are all invalid),
+     * with its creator's role in the key's organization (null once they left it).
+     */
     authenticate: (text: string) =>
       Effect.gen(function*() {
         const invalid = (detail: string) => new InvalidApiKey({ detail })
@@ -106,7 +111,8 @@ const make = Effect.gen(function*() {
         if (row.value.last_used_at === null || row.value.last_used_at <= now - touchIntervalMillis) {
           yield* repo.touch(row.value.id, now)
         }
-        return row.value
+        const membership = yield* organizations.membership(row.value.organization_id, row.value.created_by)
+        return { ...row.value, owner_role: Option.isSome(membership) ? membership.value.role : null }
       })
   }
 })

@@ -1,6 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer, Option } from "effect"
-import type { Preset, Role } from "../kernel/domain/Access.js"
+import type { Preset } from "../kernel/domain/Access.js"
 import { Prepared } from "../kernel/sql/Sqlite.js"
 
 export interface ApiKeyRow {
@@ -18,12 +18,10 @@ export interface ApiKeyRow {
   readonly revoked_at: number | null
 }
 
-/** A key with what a request needs of its creator: their address and role in the key's organization. */
+/** A key with its creator's address (their role is organizations', asked by ApiKeys.authenticate). */
 export interface ApiKeyWithOwner extends ApiKeyRow {
   /** Null when the creator no longer exists. */
   readonly owner_email: string | null
-  /** Null when the creator is no longer a member of the key's organization. */
-  readonly owner_role: Role | null
 }
 
 const make = Effect.gen(function*() {
@@ -32,12 +30,10 @@ const make = Effect.gen(function*() {
   return {
     insert: (row: ApiKeyRow) => Effect.orDie(sql`INSERT INTO api_keys ${sql.insert(row as any)}`),
     // Every request with a key runs this one: one prepared statement (src/kernel/sql/Sqlite.ts)
-    // instead of three lookups (key, user, membership).
+    // instead of two lookups (key, user).
     findByKeyId: (keyId: string) =>
       prepared.first<ApiKeyWithOwner>(
-        `SELECT k.*, u.email AS owner_email, m.role AS owner_role FROM api_keys k
-          LEFT JOIN users u ON u.id = k.created_by
-          LEFT JOIN memberships m ON m.organization_id = k.organization_id AND m.user_id = k.created_by
+        `SELECT k.*, u.email AS owner_email FROM api_keys k LEFT JOIN users u ON u.id = k.created_by
           WHERE k.key_id = ?`,
         keyId
       ),

@@ -19,6 +19,14 @@ const make = Effect.gen(function*() {
     // Every authenticated request runs this one (prepared: src/kernel/sql/Sqlite.ts).
     findById: (id: string) => prepared.first<UserRow>("SELECT * FROM users WHERE id = ?", id),
     findByEmail: (email: string) => Effect.orDie(findByEmail(email)),
+    /** The addresses of these users (a member list's). */
+    addresses: (ids: ReadonlyArray<string>) =>
+      ids.length === 0
+        ? Effect.succeed(new Map<string, string>())
+        : sql<{ id: string; email: string }>`SELECT id, email FROM users WHERE ${sql.in("id", ids)}`.pipe(
+          Effect.map((rows) => new Map(rows.map((row) => [row.id, row.email]))),
+          Effect.orDie
+        ),
     /** The user with this address, created if new; `created` says which. */
     ensure: (email: string, now: number) =>
       Effect.gen(function*() {

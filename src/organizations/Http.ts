@@ -13,7 +13,7 @@ import { Invitations } from "./Invitations.js"
 import type { InvitationRow } from "./InvitationsRepo.js"
 import { type Actor, Members } from "./Members.js"
 import { Organizations } from "./Organizations.js"
-import type { MemberWithEmail } from "./Repo.js"
+import type { MembershipRow } from "./Repo.js"
 
 /** The member acting in the route's organization. */
 const currentActor = Effect.gen(function*() {
@@ -37,7 +37,10 @@ interface Usage {
 const noUsage: Usage = { cost_micros: 0, seconds: 0 }
 
 /** `usage` is the member's this month (billing's meter). */
-const memberDto = (member: MemberWithEmail & { readonly running_machines: number }, usage: Usage = noUsage) => ({
+const memberDto = (
+  member: MembershipRow & { readonly email: string; readonly running_machines: number },
+  usage: Usage = noUsage
+) => ({
   user_id: member.user_id,
   email: member.email,
   role: member.role,
@@ -70,7 +73,7 @@ export const MembersHandlers = HttpApiBuilder.group(Api, "members", (handlers) =
         Effect.gen(function*() {
           const organization = yield* currentOrganization
           const usage = yield* billing.usageThisMonthByMember(organization.id)
-          const list = yield* organizations.members(organization.id)
+          const list = yield* members.list(organization.id)
           return { items: list.map((member) => memberDto(member, usage.get(member.user_id))) }
         }))
       .handle("update", ({ path, payload }) =>

@@ -6,6 +6,7 @@
  */
 import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer, Option } from "effect"
+import { Accounts } from "../identity/Accounts.js"
 import { ApiKeys } from "../identity/ApiKeys.js"
 import { Sessions } from "../identity/Sessions.js"
 import { AccessRevocations } from "../kernel/AccessRevocations.js"
@@ -33,6 +34,7 @@ const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const repo = yield* OrganizationsRepo
   const organizations = yield* Organizations
+  const accounts = yield* Accounts
   const apiKeys = yield* ApiKeys
   const sessions = yield* Sessions
   const revocations = yield* AccessRevocations
@@ -66,14 +68,22 @@ const make = Effect.gen(function*() {
       detail
     })
 
+  /** The members with their addresses (identity's) and running machines, by joining time then address. */
+  const list = (organizationId: string) =>
+    Effect.gen(function*() {
+      const members = yield* organizations.members(organizationId)
+      const addresses = yield* accounts.addressesOf(members.map((member) => member.user_id))
+      return members
+        .map((member) => ({ ...member, email: addresses.get(member.user_id) ?? "" }))
+        .sort((a, b) => a.joined_at - b.joined_at || (a.email < b.email ? -1 : a.email > b.email ? 1 : 0))
+    })
+
   /** The member as listed (address, running machines). */
   const listed = (organizationId: string, userId: string) =>
-    Effect.map(
-      organizations.members(organizationId),
-      (members) => members.find((member) => member.user_id === userId)!
-    )
+    Effect.map(list(organizationId), (members) => members.find((member) => member.user_id === userId)!)
 
   return {
+    list,
     /** Role and cap of a member; an admin may neither change an owner nor make one. */
     change: (actor: Actor, userId: string, change: MemberChange) =>
       Effect.gen(function*() {

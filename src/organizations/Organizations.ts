@@ -15,7 +15,7 @@ const make = Effect.gen(function*() {
     membership: repo.membership,
     organizationsOf: repo.organizationsOf,
     ownedBy: repo.ownedBy,
-    /** The members with their address and how many machines each runs now. */
+    /** The members, oldest first, with how many machines each runs now (their addresses: Members.list). */
     members: (organizationId: string) =>
       Effect.gen(function*() {
         const members = yield* repo.members(organizationId)

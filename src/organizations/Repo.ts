@@ -20,10 +20,6 @@ export interface MembershipRow {
   readonly joined_at: number
 }
 
-export interface MemberWithEmail extends MembershipRow {
-  readonly email: string
-}
-
 export interface OrganizationOfUser extends MembershipRow {
   readonly name: string
 }
@@ -54,8 +50,8 @@ const make = Effect.gen(function*() {
         userId
       ),
     members: (organizationId: string) =>
-      sql<MemberWithEmail>`SELECT m.*, u.email FROM memberships m JOIN users u ON u.id = m.user_id
-        WHERE m.organization_id = ${organizationId} ORDER BY m.joined_at, u.email`.pipe(Effect.orDie),
+      sql<MembershipRow>`SELECT * FROM memberships WHERE organization_id = ${organizationId}
+        ORDER BY joined_at`.pipe(Effect.orDie),
     organizationsOf: (userId: string) =>
       sql<OrganizationOfUser>`SELECT m.*, o.name FROM memberships m JOIN organizations o ON o.id = m.organization_id
         WHERE m.user_id = ${userId} ORDER BY m.joined_at, o.name`.pipe(Effect.orDie),

@@ -67,7 +67,8 @@ describe("organizations", () => {
         yield* machine("0193a000-0000-7000-8000-000000000002", "running")
         yield* machine("0193a000-0000-7000-8000-000000000003", "stopped")
         const members = yield* (yield* Organizations).members(owner.organization_id)
-        assert.deepStrictEqual(members.map((m) => [m.email, m.role, m.running_machines]), [
+        const addresses = yield* (yield* Accounts).addressesOf(members.map((m) => m.user_id))
+        assert.deepStrictEqual(members.map((m) => [addresses.get(m.user_id), m.role, m.running_machines]), [
           ["owner@example.com", "owner", 0],
           ["member@example.com", "member", 2]
         ])
