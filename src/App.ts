@@ -11,7 +11,7 @@ import * as Drivers from "./drivers/Drivers.js"
 import type { MachineDriver } from "./drivers/MachineDriver.js"
 import { EnvironmentsLive, MachineEnvironmentsLive } from "./environments/Live.js"
 import { HttpLive, RoutesLive } from "./Http.js"
-import { IdentityLive as IdentityAreaLive } from "./identity/Live.js"
+import { IdentityLive as IdentityAreaLive, IdentitySweepLive } from "./identity/Live.js"
 import { AuditLog } from "./kernel/AuditLog.js"
 import type { AppConfig } from "./kernel/config/AppConfig.js"
 import { SecretBox } from "./kernel/crypto/SecretBox.js"
@@ -31,7 +31,7 @@ import { Metrics } from "./metrics/Metrics.js"
 import { OperationsLive } from "./operations/Live.js"
 import { OperatorLive, OperatorStandingLive } from "./operator/Live.js"
 import { MembershipLive, OrganizationsLive } from "./organizations/Live.js"
-import { PortsLive } from "./ports/Live.js"
+import { PortsLive, PortsSweepLive } from "./ports/Live.js"
 import * as HostCapacity from "./runtime/HostCapacity.js"
 import * as Housekeeping from "./runtime/Housekeeping.js"
 import { MachinesRepo } from "./runtime/MachinesRepo.js"
@@ -85,7 +85,7 @@ const OutboxRecordersLive = Layer.effect(
  * data dir.
  */
 const runtimeLive = <E, R>(driver: Layer.Layer<MachineDriver, E, R>) =>
-  Layer.mergeAll(MachineSupervisor.layer, Housekeeping.layer).pipe(
+  Layer.mergeAll(MachineSupervisor.layer, Housekeeping.layer, IdentitySweepLive, PortsSweepLive).pipe(
     Layer.provideMerge(SnapshotWork.layer),
     Layer.provideMerge(SnapshotStore.layer),
     Layer.provideMerge(

@@ -22,6 +22,9 @@ export type CloseReason = "used" | "superseded" | "too_many_attempts" | "not_sen
 const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   return {
+    /** Deletes the sign-ins that expired at or before `before` (the hourly sweep, a day on). */
+    deleteExpiredBefore: (before: number) =>
+      Effect.orDie(sql`DELETE FROM email_sign_ins WHERE expires_at <= ${before}`),
     /** Inserts a new sign-in and supersedes the address's open ones, in one transaction. */
     start: (row: EmailSignInRow) =>
       Effect.gen(function*() {

@@ -5,6 +5,7 @@
 import { Effect, Layer, Option } from "effect"
 import { Authenticate } from "../kernel/http/Authenticate.js"
 import { Credentials, type CredentialsShape } from "../kernel/http/Credentials.js"
+import * as Sweeps from "../kernel/sql/Sweeps.js"
 import { Organizations } from "../organizations/Organizations.js"
 import { Accounts } from "./Accounts.js"
 import { ApiKeys } from "./ApiKeys.js"
@@ -76,3 +77,15 @@ export const IdentityLive = Authenticate.layer.pipe(
   Layer.provideMerge(CredentialsLive),
   Layer.provideMerge(ServicesLive)
 )
+
+const day = 24 * 3600_000
+
+/**
+ * Sessions past their expiry and email sign-ins a day past theirs are deleted every hour: a worker,
+ * so the server's (App.ts), not IdentityLive's, which the offline commands build.
+ */
+export const IdentitySweepLive = Sweeps.hourly("sessions and sign-ins", (now) =>
+  Effect.gen(function*() {
+    yield* (yield* SessionsRepo).deleteExpired(now)
+    yield* (yield* EmailSignInsRepo).deleteExpiredBefore(now - day)
+  })).pipe(Layer.provide(Layer.mergeAll(SessionsRepo.layer, EmailSignInsRepo.layer)))

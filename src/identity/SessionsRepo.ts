@@ -16,6 +16,8 @@ export interface SessionRow {
 const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   return {
+    /** Deletes the sessions past their expiry (the hourly sweep). */
+    deleteExpired: (now: number) => Effect.orDie(sql`DELETE FROM sessions WHERE expires_at <= ${now}`),
     insert: (row: SessionRow) => Effect.orDie(sql`INSERT INTO sessions ${sql.insert(row as any)}`),
     findByTokenHash: (tokenHash: string) =>
       sql<SessionRow>`SELECT * FROM sessions WHERE token_hash = ${tokenHash}`.pipe(

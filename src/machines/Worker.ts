@@ -11,6 +11,7 @@
  */
 import { Clock, Duration, Effect, Layer, Queue } from "effect"
 import { type DomainEvent, DomainEvents } from "../kernel/events/DomainEvents.js"
+import { IdleHolds } from "../kernel/IdleHolds.js"
 import { MachinesRepo } from "../runtime/MachinesRepo.js"
 import { Machines } from "./Machines.js"
 
@@ -20,10 +21,11 @@ export const layer = Layer.scopedDiscard(Effect.gen(function*() {
   const machines = yield* MachinesRepo
   const service = yield* Machines
   const bus = yield* DomainEvents
+  const holds = yield* IdleHolds
 
   const stopDue = Effect.gen(function*() {
     const now = yield* Clock.currentTimeMillis
-    for (const machine of yield* machines.dueForStop(now)) {
+    for (const machine of yield* machines.dueForStop(now, yield* holds.held)) {
       yield* service.change(
         {
           organizationId: machine.organization_id,
@@ -50,7 +52,7 @@ export const layer = Layer.scopedDiscard(Effect.gen(function*() {
 
   /** Completes at the next timer, or at once when a machine boots or its settings change. */
   const nextWake = Effect.gen(function*() {
-    const due = yield* machines.nextTimerDue
+    const due = yield* machines.nextTimerDue(yield* holds.held)
     const now = yield* Clock.currentTimeMillis
     const wait = due === null ? Duration.infinity : due <= now ? busyRetry : Duration.millis(due - now)
     yield* Effect.raceFirst(Effect.sleep(wait), changed)

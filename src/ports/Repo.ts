@@ -14,6 +14,8 @@ export interface PortTokenRow {
 const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   return {
+    /** Deletes the tokens past their expiry (the hourly sweep). */
+    deleteExpired: (now: number) => Effect.orDie(sql`DELETE FROM port_tokens WHERE expires_at <= ${now}`),
     insert: (row: PortTokenRow) => Effect.orDie(sql`INSERT INTO port_tokens ${sql.insert(row as any)}`),
     findByTokenHash: (tokenHash: string) =>
       sql<PortTokenRow>`SELECT * FROM port_tokens WHERE token_hash = ${tokenHash}`.pipe(

@@ -49,10 +49,8 @@ const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   // What every machine request and every operation runs is prepared (src/kernel/sql/Sqlite.ts).
   const prepared = yield* Prepared
-  /** The machine whose id is in `column` has no open terminal (src/terminals). */
-  const noOpenTerminal = (column: "m.id" | "machines.id") =>
-    sql.literal(`NOT EXISTS (SELECT 1 FROM terminals t WHERE t.machine_id = ${column}
-      AND t.opened_at IS NOT NULL AND t.closed_at IS NULL)`)
+  /** The machine is not among `held` (an open terminal holds idle_sleep off: kernel/IdleHolds.ts). */
+  const notHeld = (held: ReadonlyArray<string>) => held.length === 0 ? sql`` : sql`AND NOT ${sql.in("id", held)}`
   return {
     insert: (row: MachineRow) => prepared.insert("machines", row),
     find: (id: string) => prepared.first<MachineRow>("SELECT * FROM machines WHERE id = ?", id),
@@ -100,10 +98,10 @@ const make = Effect.gen(function*() {
     /**
      * Running machines whose `auto_stop_seconds` or `idle_sleep_seconds` ran out by `now`, with the
      * reason, skipping any with open operations (work in flight is activity; its turn comes first).
-     * An open terminal (a row of the terminals table opened and not closed) is activity too: it holds
-     * off `idle_sleep`, never `auto_stop`; its close moves `last_activity_at`.
+     * A machine in `held` (an open terminal: kernel/IdleHolds.ts) is in use: that holds off
+     * `idle_sleep`, never `auto_stop`; the terminal's close moves `last_activity_at`.
      */
-    dueForStop: (now: number) =>
+    dueForStop: (now: number, held: ReadonlyArray<string>) =>
       sql<MachineRow & { reason: "auto_stop" | "idle_sleep" }>`SELECT m.*,
           CASE WHEN m.auto_stop_seconds IS NOT NULL AND m.started_at + m.auto_stop_seconds * 1000 <= ${now}
             THEN 'auto_stop' ELSE 'idle_sleep' END AS reason
@@ -112,17 +110,18 @@ const make = Effect.gen(function*() {
           AND ((m.auto_stop_seconds IS NOT NULL AND m.started_at + m.auto_stop_seconds * 1000 <= ${now})
             OR (m.idle_sleep_seconds IS NOT NULL
               AND COALESCE(m.last_activity_at, m.started_at) + m.idle_sleep_seconds * 1000 <= ${now}
-              AND ${noOpenTerminal("m.id")}))
+              ${notHeld(held)}))
           AND NOT EXISTS (SELECT 1 FROM operations o WHERE o.machine_id = m.id
             AND o.status IN ('pending', 'running', 'uncertain'))`.pipe(Effect.orDie),
     /** The earliest time a running machine's stop timer runs out, or null when none has one. */
-    nextTimerDue: sql<{ due: number | null }>`SELECT MIN(due) AS due FROM (
+    nextTimerDue: (held: ReadonlyArray<string>) =>
+      sql<{ due: number | null }>`SELECT MIN(due) AS due FROM (
         SELECT started_at + auto_stop_seconds * 1000 AS due FROM machines
           WHERE state = 'running' AND projected_state = 'running' AND auto_stop_seconds IS NOT NULL
         UNION ALL
         SELECT COALESCE(last_activity_at, started_at) + idle_sleep_seconds * 1000 FROM machines
           WHERE state = 'running' AND projected_state = 'running' AND idle_sleep_seconds IS NOT NULL
-            AND ${noOpenTerminal("machines.id")}
+            ${notHeld(held)}
       ) AS timers`.pipe(Effect.map((rows) => rows[0]?.due ?? null), Effect.orDie),
     /** Per member (creator), the machines that run or will once accepted operations have run: one query. */
     runningByMember: (organizationId: string) =>

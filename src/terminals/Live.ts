@@ -1,16 +1,23 @@
 /**
  * The terminals area. Two layers: `TerminalsKernelLive` (the open channels and the
- * AccessRevocations port they fill) sits with the kernel's ports in src/App.ts, because member
+ * AccessRevocations port they fill, and the IdleHolds port over the open terminals) sits with the kernel's ports in src/App.ts, because member
  * removal and suspension below the areas call it; `TerminalsLive` (tickets, terminals and the
  * worker that closes a machine's terminals when it stops or is deleted) sits with the areas.
  */
 import { Effect, Layer } from "effect"
 import { DomainEvents } from "../kernel/events/DomainEvents.js"
+import { IdleHolds } from "../kernel/IdleHolds.js"
 import { revocationsLayer, TerminalChannels } from "./Channels.js"
 import { TerminalsRepo } from "./Repo.js"
 import { Terminals } from "./Terminals.js"
 
-export const TerminalsKernelLive = revocationsLayer.pipe(
+/** An open terminal holds its machine's idle_sleep off (the machines area's timers ask). */
+const idleHoldsLayer = Layer.effect(
+  IdleHolds,
+  Effect.map(TerminalsRepo, (repo) => ({ held: repo.machinesWithOpenTerminal }))
+)
+
+export const TerminalsKernelLive = Layer.mergeAll(revocationsLayer, idleHoldsLayer).pipe(
   Layer.provideMerge(TerminalChannels.layer),
   Layer.provide(TerminalsRepo.layer)
 )

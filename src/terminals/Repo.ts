@@ -37,6 +37,12 @@ const make = Effect.gen(function*() {
     /** At start: no WebSocket outlives the process that held it. */
     closeAllOpen: (now: number) =>
       Effect.orDie(sql`UPDATE terminals SET closed_at = ${now} WHERE opened_at IS NOT NULL AND closed_at IS NULL`),
+    /** The machines with a terminal open now (kernel/IdleHolds.ts). */
+    machinesWithOpenTerminal: sql<{ machine_id: string }>`SELECT DISTINCT machine_id FROM terminals
+      WHERE opened_at IS NOT NULL AND closed_at IS NULL`.pipe(
+      Effect.map((rows) => rows.map((row) => row.machine_id)),
+      Effect.orDie
+    ),
     /** Voids the unused, unexpired tickets of the organization (of one member when `userId` is given). */
     revokeUnused: (organizationId: string, userId: string | null, now: number) =>
       sql<{ id: string }>`UPDATE terminals SET revoked_at = ${now}

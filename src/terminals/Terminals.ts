@@ -2,7 +2,7 @@
  * Terminals (docs/terminals.md): a ticket for a PTY in a running machine, and the terminal itself
  * once the ticket is used. The ticket is random, shown once, stored as its SHA-256, single-use and
  * valid 60 s; using it opens the terminal, which counts as activity for `idle_sleep` while it is
- * open (MachinesRepo.dueForStop skips machines with one) and moves `last_activity_at` at its end.
+ * open (the IdleHolds port, filled in Live.ts, holds its idle_sleep off) and moves `last_activity_at` at its end.
  */
 import { Clock, Context, Effect, Layer, Option, type Queue } from "effect"
 import { type DriverError, MachineDriver, type NotRunning, type TerminalInput } from "../drivers/MachineDriver.js"
