@@ -66,11 +66,19 @@ const swapForever = (folder: string, pairs: ReadonlyArray<readonly [string, stri
 
 const openStore = () => new ChunkStore(NodePath.join(tempDir(), "snapshots")).open()
 
-/** Every file's bytes in a tree (read from the host after the fact, by path: it is svc's own copy). */
+/**
+ * Every regular file's bytes in a tree (read from the host after the fact, by path: it is svc's own
+ * copy), never through a link the tree holds. Not readdir's `recursive`: since Node 22.12 and 23 its
+ * `withFileTypes` form also lists what is behind a link to a folder (nodejs/node#55714), which here
+ * is the host's secret folder that the copy rightly keeps as a link.
+ */
 const contentsOf = (root: string): Array<string> =>
-  NodeFs.readdirSync(root, { recursive: true, withFileTypes: true })
-    .filter((entry) => entry.isFile())
-    .map((entry) => NodeFs.readFileSync(NodePath.join(entry.parentPath, entry.name), "utf8"))
+  NodeFs.readdirSync(root).flatMap((name) => {
+    const path = NodePath.join(root, name)
+    const stat = NodeFs.lstatSync(path)
+    if (stat.isDirectory()) return contentsOf(path)
+    return stat.isFile() ? [NodeFs.readFileSync(path, "utf8")] : []
+  })
 
 describe("host-side walks never follow the machine", () => {
   it("a file and a folder swapped for links to host files in a tight loop never put the host's bytes in a snapshot", async () => {
