@@ -3,7 +3,7 @@ import effect from "@effect/eslint-plugin"
 import tseslint from "typescript-eslint"
 
 export default tseslint.config(
-  { ignores: ["node_modules/**", ".svc-data/**", "schema/**", "coverage/**", "dist/**"] },
+  { ignores: ["node_modules/**", ".svc-data/**", "schema/**", "coverage/**", "dist/**", ".cache/**"] },
   ...tseslint.configs.recommended,
   {
     plugins: { "@effect": effect },

@@ -15,6 +15,7 @@ import * as NodeFs from "node:fs"
 import { createRequire } from "node:module"
 import * as NodePath from "node:path"
 import { buildConsole } from "../console/build.mjs"
+import { fetchNode, isLts, pinnedLines, prepare } from "./node-lines.mjs"
 
 const library = process.argv.includes("--library")
 if (library) NodeFs.rmSync("dist", { recursive: true, force: true })
@@ -82,8 +83,10 @@ if (library) {
 
 /**
  * `--single`: dist/svc-linux-x64, one file that runs on a host without Node or node_modules: Node's
- * single executable application (the node binary this build runs on, with the bundle injected by
- * postject). Node 20 runs a CommonJS main there, so the bundle is built again as CommonJS; the
+ * single executable application (a node binary with the bundle injected by postject). The binary is
+ * the newest LTS among package.json's nodeLines (bin/node-lines.mjs), whichever Node runs this
+ * build, so installs get a maintained runtime. A CommonJS main is what every line's executable runs,
+ * so the bundle is built again as CommonJS; the
  * migrations and the driver programs are embedded as text, and better-sqlite3's native addon as an
  * asset, written once to a cache folder (named by its hash) and loaded with process.dlopen.
  */
@@ -94,7 +97,10 @@ async function buildSingle() {
       NodeFs.readFileSync(NodePath.join("schema/migrations", file), "utf8")
     ])
   )
-  const addonPath = createRequire(import.meta.url).resolve("better-sqlite3/build/Release/better_sqlite3.node")
+  const major = pinnedLines().find((line) => isLts(fetchNode(line)))
+  if (major === undefined) throw new Error("package.json nodeLines pins no LTS line")
+  const line = prepare(major)
+  const addonPath = line.addon
   const addonHash = NodeCrypto.createHash("sha256").update(NodeFs.readFileSync(addonPath)).digest("hex").slice(0, 16)
   // better-sqlite3 finds its addon through `bindings`; here that is the asset, loaded from the cache.
   const addonFromAsset = {
@@ -140,7 +146,7 @@ async function buildSingle() {
     keepNames: false,
     platform: "node",
     format: "cjs",
-    target: "node20",
+    target: `node${line.major}`,
     plugins: [addonFromAsset],
     // The module's own URL, for the few places that use it (they find nothing beside the executable
     // and fall back to what is embedded).
@@ -161,11 +167,12 @@ async function buildSingle() {
     assets: { "better_sqlite3.node": addonPath }
   }
   NodeFs.writeFileSync("dist/single/sea-config.json", JSON.stringify(config))
-  NodeChild.execFileSync(process.execPath, ["--experimental-sea-config", "dist/single/sea-config.json"], {
+  // The blob (with V8's code cache) is made by the Node that will run it.
+  NodeChild.execFileSync(line.node, ["--experimental-sea-config", "dist/single/sea-config.json"], {
     stdio: "inherit"
   })
   const target = "dist/svc-linux-x64"
-  NodeFs.copyFileSync(process.execPath, target)
+  NodeFs.copyFileSync(line.node, target)
   NodeFs.chmodSync(target, 0o755)
   const postject = createRequire(import.meta.url).resolve("postject/dist/cli.js")
   NodeChild.execFileSync(process.execPath, [
@@ -177,5 +184,5 @@ async function buildSingle() {
     "NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2"
   ], { stdio: ["ignore", "ignore", "inherit"] })
   const size = NodeFs.statSync(target).size
-  process.stderr.write(`${target}: ${(size / 1024 / 1024).toFixed(1)} MiB\n`)
+  process.stderr.write(`${target}: ${(size / 1024 / 1024).toFixed(1)} MiB, node v${line.version}\n`)
 }

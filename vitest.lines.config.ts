@@ -1,0 +1,37 @@
+/**
+ * What CI runs again on the newest maintained Node line (.ci/run, docs/development.md "Node lines"):
+ * every unit and repository test, and the end-to-end files that exercise what differs between Node
+ * lines: the binary's start and signals, SQLite's native addon under crashes, child processes and
+ * their streams, WebSockets, outbound fetch (undici) and TLS. The page tests (Chromium) and the
+ * other end-to-end files run on npm's Node only: they drive the same Node APIs through the HTTP
+ * API, and running them twice would double CI's longest part.
+ */
+import * as NodeFs from "node:fs"
+import { defineConfig } from "vitest/config"
+import base from "./vitest.config.js"
+
+/** Folders of test/ that run on npm's Node only. */
+const npmNodeOnly = ["e2e", "pages", "support"]
+
+export const endToEndOnEveryLine = [
+  "cli", // `svc serve` and `svc admin` as separate processes: start, bootstrap, refusals
+  "startFailures", // starts that cannot succeed, SIGTERM while starting and while serving
+  "durability", // SQLite commits across a killed process
+  "machines", // machines as child processes, their output and exit
+  "terminals", // terminal WebSockets
+  "webhooks", // outbound deliveries through fetch
+  "oidc" // openid-client's fetch against a real issuer
+]
+
+export default defineConfig({
+  ...base,
+  test: {
+    ...base.test,
+    include: [
+      ...NodeFs.readdirSync("test").filter((folder) => !npmNodeOnly.includes(folder)).map((folder) =>
+        `test/${folder}/**/*.test.ts`
+      ),
+      ...endToEndOnEveryLine.map((name) => `test/e2e/${name}.test.ts`)
+    ]
+  }
+})
