@@ -4,7 +4,7 @@
  * bare `{ui_url}/` shows the active organization's machines.
  */
 import { render } from "preact"
-import { get, post, uiUrl, useOrganization } from "./api.js"
+import { call, get, post, uiUrl, useOrganization } from "./api.js"
 import { useLoad } from "./hooks.js"
 import { abilitiesOf } from "./roles.js"
 import { href, useRoute } from "./route.js"
@@ -12,10 +12,12 @@ import "./style.css"
 import type { Me } from "./types.js"
 import { ErrorLine } from "./ui.js"
 import { ModelsView } from "./views/Agents.js"
+import { EnvironmentsView } from "./views/Environments.js"
 import { KeysView } from "./views/Keys.js"
 import { MachineView } from "./views/Machine.js"
 import { MachinesView } from "./views/Machines.js"
 import { MembersView } from "./views/Members.js"
+import { SettingsView } from "./views/Settings.js"
 import { TemplatesView } from "./views/Snapshots.js"
 import { WebhooksView } from "./views/Webhooks.js"
 
@@ -26,14 +28,17 @@ const sections: ReadonlyArray<readonly [string, string]> = [
   ["models", "Agents"],
   ["keys", "Keys"],
   ["members", "Members"],
-  ["webhooks", "Webhooks"]
+  ["environments", "Environments"],
+  ["webhooks", "Webhooks"],
+  ["settings", "Settings"]
 ]
 
 const App = () => {
   const route = useRoute()
   const me = useLoad(() => get<Me>("/v1/me"), [])
   const organizations = me.data?.organizations ?? []
-  const chosen = route.organization ?? me.data?.active_organization_id ?? organizations[0]?.id
+  const active = organizations.find((organization) => organization.id === me.data?.active_organization_id)
+  const chosen = route.organization ?? active?.id ?? organizations[0]?.id
   const membership = organizations.find((organization) => organization.id === chosen)
   if (me.data === undefined) {
     return me.error === undefined ? <p class="loading" aria-busy="true">Loading…</p> : <ErrorLine error={me.error} />
@@ -57,7 +62,7 @@ const App = () => {
               value={membership?.id}
               onChange={(event) => {
                 const id = (event.currentTarget as HTMLSelectElement).value
-                void post("/v1/me/active-organization", { organization_id: id }).catch(() => undefined)
+                void call("PUT", "/v1/me/active-organization", { organization_id: id }).catch(() => undefined)
                 location.hash = href(id, "machines")
               }}
             >
@@ -88,24 +93,27 @@ const App = () => {
               <p>You belong to no organization. Accept an invitation from its owner to join one.</p>
             </section>
           )
-          : <View organization={membership.id} role={membership.role} path={route.path} />}
+          : <View membership={membership} me={me.data} path={route.path} />}
       </main>
     </>
   )
 }
 
 const View = (
-  { organization, role, path }: {
-    organization: string
-    role: Me["organizations"][number]["role"]
+  { membership, me, path }: {
+    membership: Me["organizations"][number]
+    me: Me
     path: ReadonlyArray<string>
   }
 ) => {
-  const can = abilitiesOf(role)
+  const { id: organization, name } = membership
+  const can = abilitiesOf(membership.role)
   const [section, id, sub, rest] = path
   if (section === "keys") return <KeysView organization={organization} can={can} />
   if (section === "members") return <MembersView organization={organization} can={can} />
   if (section === "templates") return <TemplatesView organization={organization} can={can} />
+  if (section === "environments") return <EnvironmentsView organization={organization} can={can} />
+  if (section === "settings") return <SettingsView organization={organization} name={name} me={me} can={can} />
   if (section === "models") return <ModelsView organization={organization} />
   if (section === "webhooks") return <WebhooksView organization={organization} can={can} />
   if (section === "machines" && id !== undefined) {

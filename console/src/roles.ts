@@ -6,6 +6,7 @@ import type { Role, RoleLists } from "./types.js"
 
 const machineChangers: RoleLists["machineChangers"] = ["owner", "admin", "operator"]
 const administrators: RoleLists["administrators"] = ["owner", "admin"]
+const owners: RoleLists["owner"] = ["owner"]
 
 export interface Abilities {
   readonly role: Role
@@ -13,10 +14,13 @@ export interface Abilities {
   readonly changeMachines: boolean
   /** Members and invitations. */
   readonly administer: boolean
+  /** Ownership transfer and organization deletion. */
+  readonly own: boolean
 }
 
 export const abilitiesOf = (role: Role): Abilities => ({
   role,
   changeMachines: (machineChangers as ReadonlyArray<Role>).includes(role),
-  administer: (administrators as ReadonlyArray<Role>).includes(role)
+  administer: (administrators as ReadonlyArray<Role>).includes(role),
+  own: (owners as ReadonlyArray<Role>).includes(role)
 })

@@ -54,3 +54,9 @@ export type Conversation = AgentConversationDto
 export type ConversationPage = typeof AgentConversationListDto.Type
 export type InputAccepted = AgentInputAccepted
 export type ProviderModels = ProviderModelsDto
+
+import type { NotificationPreferencesDto } from "../../src/alerts/Api.js"
+import type { PortToken as PortTokenDto } from "../../src/machines/Api.js"
+
+export type AlertPreferences = typeof NotificationPreferencesDto.Type
+export type PortToken = typeof PortTokenDto.Type

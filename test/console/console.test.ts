@@ -85,6 +85,19 @@ describe("console", () => {
         }
         yield* screenshot(page, "console-machine")
 
+        // A command's output as it comes (the operation's event stream), then its exit code.
+        yield* step(() =>
+          page.getByLabel("Command", { exact: true }).fill("for i in 1 2 3; do echo tick-$i; sleep 0.2; done")
+        )
+        yield* step(() => page.getByRole("button", { name: "Run", exact: true }).click())
+        yield* step(() => page.getByLabel("Output").getByText(/tick-3/).waitFor({ timeout: 60_000 }))
+        yield* step(() => page.getByText("Exit code 0").waitFor({ timeout: 60_000 }))
+        // A private port, and a token that opens it without signing in.
+        yield* step(() => page.getByLabel("Port", { exact: true }).fill("8080"))
+        yield* step(() => page.getByRole("button", { name: "Expose", exact: true }).click())
+        yield* step(() => page.getByRole("button", { name: "Token for port 8080" }).click({ timeout: 60_000 }))
+        assert.match((yield* step(() => page.locator(".secret code").textContent()))!, /^https?:\/\//)
+
         // The terminal: xterm.js, loaded on demand, on the terminal WebSocket.
         const scriptsBefore = seen.requests.filter((url) => url.endsWith(".js")).length
         yield* step(() => page.getByRole("link", { name: "Terminal", exact: true }).first().click())
@@ -134,6 +147,11 @@ describe("console", () => {
       yield* step(() => page.getByRole("heading", { name: "shared" }).waitFor())
       assert.strictEqual(yield* step(() => page.getByRole("button", { name: "Delete" }).count()), 0)
       assert.strictEqual(yield* step(() => page.getByRole("button", { name: "Snapshot" }).count()), 0)
+      // Settings: their own alerts, no transfer or deletion; environments they may keep.
+      yield* step(() => page.getByRole("link", { name: "Settings", exact: true }).click())
+      yield* step(() => page.getByRole("heading", { name: "E-mail alerts" }).waitFor())
+      assert.strictEqual(yield* step(() => page.getByRole("button", { name: "Delete organization" }).count()), 0)
+      assert.strictEqual(yield* step(() => page.getByRole("button", { name: "Transfer ownership" }).count()), 0)
     }), { timeout: 120_000 })
 
   it.scopedLive(

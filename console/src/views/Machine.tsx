@@ -4,11 +4,11 @@
  */
 import { lazy, Suspense } from "preact/compat"
 import { useState } from "preact/hooks"
-import { get, post } from "../api.js"
+import { call, get, post, stream } from "../api.js"
 import { useAction, useLoad } from "../hooks.js"
 import type { Abilities } from "../roles.js"
 import { go, href } from "../route.js"
-import type { Accepted, Machine, Operation, OperationPage } from "../types.js"
+import type { Accepted, Machine, Operation, OperationPage, PortToken } from "../types.js"
 import { decode64, ErrorLine, StateBadge, when } from "../ui.js"
 import { AgentsTab } from "./Agents.js"
 import { MachineActions } from "./Machines.js"
@@ -169,19 +169,42 @@ const Overview = ({ machine, can }: { machine: Machine; can: Abilities }) => (
   </>
 )
 
+/**
+ * A command, its output as it comes: the operation's event stream (`output` events, then `end`),
+ * then the operation read once for its exit code.
+ */
 const Exec = ({ machine }: { machine: Machine }) => {
   const action = useAction()
   const [operation, setOperation] = useState<Operation | undefined>(undefined)
+  const [output, setOutput] = useState("")
   const submit = (event: Event) => {
     event.preventDefault()
     const shell = String(new FormData(event.currentTarget as HTMLFormElement).get("shell") ?? "")
     void action.run(async () => {
       setOperation(undefined)
+      setOutput("")
       const accepted = await post<Accepted>(`/v1/machines/${machine.id}/exec`, { shell })
+      const decoders = { stdout: new TextDecoder(), stderr: new TextDecoder() }
+      const abort = new AbortController()
+      await stream(`/v1/operations/${accepted.operation_id}/events`, (message) => {
+        if (message.event === "output") {
+          const chunk = JSON.parse(message.data) as { stream: "stdout" | "stderr"; data_base64: string }
+          const bytes = Uint8Array.from(atob(chunk.data_base64), (c) => c.charCodeAt(0))
+          const text = (decoders[chunk.stream] ?? decoders.stdout).decode(bytes, { stream: true })
+          setOutput((before) => before + text)
+        } else if (message.event === "status") {
+          setOperation((before) => before === undefined ? undefined : { ...before, ...JSON.parse(message.data) })
+        } else if (message.event === "end") abort.abort()
+      }, abort.signal).catch((failure) => {
+        if (!abort.signal.aborted) throw failure
+      })
       await settle(accepted.operation_id, setOperation)
     })
   }
   const result = operation?.exec_result ?? null
+  const shown = output !== "" || result === null
+    ? output
+    : decode64(result.stdout_base64) + decode64(result.stderr_base64)
   return (
     <form class="card form" onSubmit={submit} aria-label="Run a command">
       <label for="exec-shell">Command</label>
@@ -190,7 +213,7 @@ const Exec = ({ machine }: { machine: Machine }) => {
         {action.busy ? "Running…" : "Run"}
       </button>
       {operation === undefined
-        ? null
+        ? action.busy ? <p role="status">Running…</p> : null
         : (
           <p role="status">
             Operation {operation.status}
@@ -198,22 +221,22 @@ const Exec = ({ machine }: { machine: Machine }) => {
           </p>
         )}
       {result === null ? null : (
-        <>
-          <p>
-            Exit code {result.exit_code}
-            {result.timed_out ? ", timed out" : ""}
-            {result.truncated ? ", output truncated" : ""}
-          </p>
-          <pre class="output" aria-label="Output">{decode64(result.stdout_base64)}{decode64(result.stderr_base64)}</pre>
-        </>
+        <p>
+          Exit code {result.exit_code}
+          {result.timed_out ? ", timed out" : ""}
+          {result.truncated ? ", output truncated" : ""}
+        </p>
       )}
+      {shown === "" && !action.busy ? null : <pre class="output" aria-label="Output" aria-live="polite">{shown}</pre>}
       <ErrorLine error={action.error} />
     </form>
   )
 }
 
+/** Expose a port; for each private one, a token that opens it for an hour; stop exposing. */
 const Ports = ({ machine }: { machine: Machine }) => {
   const action = useAction()
+  const [token, setToken] = useState<(PortToken & { port: number }) | undefined>(undefined)
   const submit = (event: Event) => {
     event.preventDefault()
     const form = new FormData(event.currentTarget as HTMLFormElement)
@@ -222,15 +245,65 @@ const Ports = ({ machine }: { machine: Machine }) => {
     )
   }
   return (
-    <form class="card form" onSubmit={submit} aria-label="Expose a port">
-      <label for="port-number">Port</label>
-      <input id="port-number" name="port" type="number" min="1" max="65535" required inputmode="numeric" />
-      <label class="check">
-        <input type="checkbox" name="public" /> Public (no sign-in needed)
-      </label>
-      <button type="submit" disabled={action.busy}>Expose</button>
-      <ErrorLine error={action.error} />
-    </form>
+    <>
+      {machine.ports.length === 0 ? null : (
+        <ul class="plain" aria-label="Exposed ports">
+          {machine.ports.map((port) => (
+            <li key={port.port}>
+              Port {port.port} {port.public ? "(public)" : "(private)"} {port.public ? null : (
+                <button
+                  type="button"
+                  class="secondary"
+                  disabled={action.busy}
+                  onClick={() =>
+                    void action.run(async () => {
+                      const made = await post<PortToken>(`/v1/machines/${machine.id}/ports/${port.port}/tokens`, {
+                        expires_in_seconds: 3600
+                      })
+                      // The token opens the port as a query parameter (or the x-svc-port-token header).
+                      const link = `${made.url}${made.url.includes("?") ? "&" : "?"}svc_port_token=${
+                        encodeURIComponent(made.token)
+                      }`
+                      setToken({ ...made, url: link, port: port.port })
+                    })}
+                >
+                  Token for port {port.port}
+                </button>
+              )}
+              <button
+                type="button"
+                class="danger"
+                disabled={action.busy}
+                onClick={() => void action.run(() => call("DELETE", `/v1/machines/${machine.id}/ports/${port.port}`))}
+              >
+                Stop exposing {port.port}
+              </button>
+            </li>
+          ))}
+        </ul>
+      )}
+      {token === undefined ? null : (
+        <div class="card secret" role="status">
+          <p>
+            A link to port {token.port} that works without signing in until{" "}
+            {when(token.expires_at)}: it is not shown again.
+          </p>
+          <code class="mono">{token.url}</code>
+          <button type="button" class="secondary" onClick={() => void navigator.clipboard.writeText(token.url)}>
+            Copy
+          </button>
+        </div>
+      )}
+      <form class="card form" onSubmit={submit} aria-label="Expose a port">
+        <label for="port-number">Port</label>
+        <input id="port-number" name="port" type="number" min="1" max="65535" required inputmode="numeric" />
+        <label class="check">
+          <input type="checkbox" name="public" /> Public (no sign-in needed)
+        </label>
+        <button type="submit" disabled={action.busy}>Expose</button>
+        <ErrorLine error={action.error} />
+      </form>
+    </>
   )
 }
 

@@ -1,0 +1,88 @@
+/**
+ * The console's organization pages in real Chromium: environments (values written, never shown
+ * back; a change is a new version), the member's alert preferences, ownership handed to another
+ * member, and the new owner deleting the organization (signed in moments ago: the recent sign-in
+ * rule holds).
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Redacted } from "effect"
+import * as NodeCrypto from "node:crypto"
+import { newPage, screenshot, step, unlabelledFields } from "../support/Browser.js"
+import { joined } from "../support/Members.js"
+import { signIn } from "../support/SignIn.js"
+import { startServer } from "../support/TestServer.js"
+
+describe("console: organization", () => {
+  it.scopedLive(
+    "environments, alerts, ownership transfer and the organization's deletion",
+    () =>
+      Effect.gen(function*() {
+        const server = yield* startServer({
+          secretKeys: { kind: "given", keys: [Redacted.make(NodeCrypto.randomBytes(32))] }
+        })
+        const owner = yield* signIn(server, "founder@example.com")
+        const me = (yield* owner.http("GET", "/v1/me")).body
+        const organization = me.organizations[0].id as string
+        const name = me.organizations[0].name as string
+        const heir = yield* joined(server, owner, organization, "heir@example.com", "admin")
+        const { context, page } = yield* newPage()
+        page.on("dialog", (dialog) => void dialog.accept())
+        yield* step(() =>
+          context.addCookies([...owner.jar.cookies].map(([name, value]) => ({ name, value, url: server.url })))
+        )
+
+        // Environments: the values go in and never come back; a change is a new version.
+        yield* step(() => page.goto(`${server.url}/#/o/${organization}/environments`))
+        yield* step(() => page.getByText("No environments.").waitFor())
+        yield* step(() => page.getByRole("button", { name: "New environment" }).click())
+        assert.deepStrictEqual(yield* unlabelledFields(page), [])
+        yield* step(() => page.getByLabel("Name", { exact: true }).fill("keys"))
+        yield* step(() =>
+          page.getByLabel("Variables (one NAME=value a line)").fill("API_TOKEN=very-secret-value\nREGION=eu")
+        )
+        yield* step(() => page.getByRole("button", { name: "Create environment" }).click())
+        const row = page.getByRole("row", { name: "keys" })
+        yield* step(() => row.getByText("API_TOKEN, REGION").waitFor())
+        yield* step(() => row.getByRole("button", { name: "Change variables" }).click())
+        yield* step(() => page.getByLabel("Set (NAME=value) or remove (-NAME), one a line").fill("-REGION\nOTHER=x"))
+        yield* step(() => page.getByRole("button", { name: "Save a new version" }).click())
+        yield* step(() => page.getByText("Version 2 saved.").waitFor())
+        yield* step(() => row.getByText("API_TOKEN, OTHER").waitFor())
+        assert.notInclude(yield* step(() => page.content()), "very-secret-value")
+        yield* screenshot(page, "console-environments")
+
+        // Settings: the member's alerts, saved.
+        yield* step(() => page.getByRole("link", { name: "Settings", exact: true }).click())
+        yield* step(() => page.getByRole("heading", { name: "E-mail alerts" }).waitFor())
+        yield* step(() => page.getByRole("button", { name: "Save alerts" }).click())
+        yield* step(() => page.getByText("Alert preferences saved.").waitFor())
+        assert.deepStrictEqual(yield* unlabelledFields(page), [])
+        yield* screenshot(page, "console-settings")
+
+        // Ownership goes to the heir; the founder, now an admin, sees no owner controls.
+        yield* step(() => page.getByLabel("New owner").selectOption({ label: "heir@example.com (admin)" }))
+        yield* step(() => page.getByRole("button", { name: "Transfer ownership" }).click())
+        yield* step(() => page.getByRole("heading", { name: "E-mail alerts" }).waitFor())
+        yield* step(() => page.locator("#organizations option", { hasText: "(admin)" }).waitFor({ state: "attached" }))
+        assert.strictEqual(yield* step(() => page.getByRole("button", { name: "Delete organization" }).count()), 0)
+
+        // The heir deletes it from their own browser, after naming it.
+        const second = yield* newPage({ phone: true })
+        yield* step(() =>
+          second.context.addCookies(
+            [...heir.browser.jar.cookies].map(([name, value]) => ({ name, value, url: server.url }))
+          )
+        )
+        yield* step(() => second.page.goto(`${server.url}/#/o/${organization}/settings`))
+        yield* step(() => second.page.getByLabel("Type the organization's name to confirm").fill("not it"))
+        yield* step(() => second.page.getByRole("button", { name: "Delete organization" }).click())
+        yield* step(() => second.page.getByText(`Type “${name}” to delete it.`).waitFor())
+        yield* step(() => second.page.getByLabel("Type the organization's name to confirm").fill(name))
+        yield* step(() => second.page.getByRole("button", { name: "Delete organization" }).click())
+        yield* step(() => second.page.waitForURL(/#\/$/))
+        const gone = yield* owner.http("GET", "/v1/me")
+        assert.isFalse(gone.body.organizations.some((entry: any) => entry.id === organization))
+      }),
+    { timeout: 120_000 }
+  )
+})
