@@ -16,9 +16,12 @@ import { installSystemd } from "./Systemd.js"
 const bootstrap = Command.make(
   "bootstrap",
   {
-    email: Options.text("email"),
-    org: Options.text("org").pipe(Options.optional),
-    dataDir: Options.text("data-dir").pipe(Options.optional)
+    email: Options.text("email").pipe(Options.withDescription("The owner's e-mail address")),
+    org: Options.text("org").pipe(Options.optional, Options.withDescription("The organization's name")),
+    dataDir: Options.text("data-dir").pipe(
+      Options.optional,
+      Options.withDescription("The data directory (default SVC_DATA_DIR)")
+    )
   },
   ({ dataDir, email, org }) => {
     // The same rule as sign-in's; a usage error is one line on stderr and exit code 2 (nothing is opened).

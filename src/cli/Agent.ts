@@ -105,8 +105,14 @@ const prompt = Command.make("prompt", {
     Options.optional,
     Options.withDescription("The agent, for a new conversation")
   ),
-  model: Options.text("model").pipe(Options.optional),
-  effort: Options.choice("effort", ["minimal", "low", "medium", "high"]).pipe(Options.optional),
+  model: Options.text("model").pipe(
+    Options.optional,
+    Options.withDescription("The model id (see `svc agent models`; default: the provider's)")
+  ),
+  effort: Options.choice("effort", ["minimal", "low", "medium", "high"]).pipe(
+    Options.optional,
+    Options.withDescription("How hard the model reasons (default: the provider's)")
+  ),
   conversation: Options.text("conversation").pipe(Options.optional, Options.withDescription("Continue this one")),
   attach: Options.file("attach", { exists: "yes" }).pipe(
     Options.repeated,

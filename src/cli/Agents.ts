@@ -10,7 +10,12 @@ import * as AppConfig from "../kernel/config/AppConfig.js"
  */
 const installCommand = Command.make(
   "install",
-  { dir: Options.text("dir").pipe(Options.optional) },
+  {
+    dir: Options.text("dir").pipe(
+      Options.optional,
+      Options.withDescription("The agents' tools folder (default SVC_AGENTS_DIR, else <data dir>/tools/agents)")
+    )
+  },
   ({ dir }) =>
     Effect.gen(function*() {
       const target = Option.isSome(dir)

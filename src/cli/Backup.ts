@@ -25,8 +25,11 @@ const failWithOneLine = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
       process.exit(1)
     }))
 
-const dataDir = Options.text("data-dir").pipe(Options.optional)
-const folder = Args.directory({ name: "DIR", exists: "either" })
+const dataDir = Options.text("data-dir").pipe(
+  Options.optional,
+  Options.withDescription("The data directory (default SVC_DATA_DIR)")
+)
+const folder = Args.directory({ name: "DIR", exists: "either" }).pipe(Args.withDescription("The backup's folder"))
 
 const backup = Command.make("backup", { dataDir, folder }, ({ dataDir, folder }) =>
   Effect.gen(function*() {
@@ -56,7 +59,11 @@ const backup = Command.make("backup", { dataDir, folder }, ({ dataDir, folder })
 
 const restore = Command.make(
   "restore",
-  { dataDir, folder, force: Options.boolean("force") },
+  {
+    dataDir,
+    folder,
+    force: Options.boolean("force").pipe(Options.withDescription("Replace the database the data directory has"))
+  },
   ({ dataDir, folder, force }) =>
     Effect.gen(function*() {
       const config = yield* AppConfig.AppConfig

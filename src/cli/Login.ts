@@ -61,8 +61,9 @@ const logout = Command.make("logout", {
         Effect.zipRight(stderr("the key was revoked\n")),
         Effect.catchAll((error) =>
           stderr(
-            `the key could not be revoked (${(error as { _tag?: string })._tag ?? "error"}); ` +
-              "it stays valid until it expires or is revoked in the web UI\n"
+            `the key ${stored.api_key_id} could not be revoked (${(error as { _tag?: string })._tag ?? "error"}); ` +
+              `it stays valid until it expires or is revoked: \`svc keys revoke ${stored.api_key_id}\` with ` +
+              "another key, or Revoke in the console's Keys view (#/o/<organization>/keys)\n"
           )
         )
       )

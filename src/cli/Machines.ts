@@ -4,6 +4,7 @@ import { Effect, Option } from "effect"
 import type { Client } from "../client/Client.js"
 import type { MachineDto } from "../machines/Api.js"
 import { connect } from "./Connect.js"
+import { resolveEnvironment } from "./Environments.js"
 import { streamOutput } from "./EventStream.js"
 import { CommandFailed, UsageError } from "./Failure.js"
 import { type Column, json, printJson, printList, printRecord, stderr, time, wait } from "./Output.js"
@@ -114,9 +115,18 @@ const optional = <A>(key: string, value: Option.Option<A>) =>
 
 const create = Command.make("create", {
   name: Args.text({ name: "name" }).pipe(Args.withDescription("1-63 characters of a-z, 0-9 and -")),
-  size: Options.choice("size", ["small", "default", "large"]).pipe(Options.optional),
-  image: Options.text("image").pipe(Options.optional),
-  environment: Options.text("environment").pipe(Options.optional, Options.withDescription("An environment id")),
+  size: Options.choice("size", ["small", "default", "large"]).pipe(
+    Options.optional,
+    Options.withDescription("How much CPU, memory and disk it gets (default: default)")
+  ),
+  image: Options.text("image").pipe(
+    Options.optional,
+    Options.withDescription("The base image to boot (default: default)")
+  ),
+  environment: Options.text("environment").pipe(
+    Options.optional,
+    Options.withDescription("An environment's name or id (its variables, such as an agent's key)")
+  ),
   template: Options.text("template").pipe(Options.optional, Options.withDescription("A template's name or id")),
   noInternet: Options.boolean("no-internet").pipe(Options.withDescription("Create it without internet access")),
   autoStop: seconds("auto-stop", "Stop it after this many seconds running"),
@@ -128,12 +138,15 @@ const create = Command.make("create", {
 }, (flags) =>
   Effect.gen(function*() {
     const { client } = yield* connect
+    const environment = Option.isSome(flags.environment)
+      ? Option.some(yield* resolveEnvironment(client, flags.environment.value))
+      : Option.none()
     const accepted = yield* client.machines.create({
       payload: {
         name: flags.name,
         ...optional("size", flags.size),
         ...optional("image", flags.image),
-        ...optional("environment_id", flags.environment),
+        ...optional("environment_id", environment),
         ...optional("template", flags.template),
         ...optional("auto_stop_seconds", flags.autoStop),
         ...optional("idle_sleep_seconds", flags.idleSleep),
@@ -170,7 +183,7 @@ const stop = Command.make("stop", {
 
 const fork = Command.make("fork", {
   machine: machineArg,
-  name: Args.text({ name: "new-name" }),
+  name: Args.text({ name: "new-name" }).pipe(Args.withDescription("The new machine's name")),
   stopped: Options.boolean("stopped").pipe(Options.withDescription("Leave the new machine stopped")),
   wait,
   json
@@ -196,7 +209,10 @@ const exec = Command.make("exec", {
     Options.optional,
     Options.withDescription("A line for /bin/sh -c instead of an argv")
   ),
-  cwd: Options.text("cwd").pipe(Options.optional),
+  cwd: Options.text("cwd").pipe(
+    Options.optional,
+    Options.withDescription("The working directory in the machine (default: the home directory)")
+  ),
   env: Options.text("env").pipe(Options.repeated, Options.withDescription("NAME=value, repeatable")),
   timeout: Options.integer("timeout").pipe(Options.optional, Options.withDescription("Seconds, 1-3600 (default 300)")),
   stdin: Options.boolean("stdin").pipe(Options.withDescription("Send this command's standard input to it")),

@@ -4,7 +4,8 @@ import { AppLive } from "../App.js"
 import * as AppConfig from "../kernel/config/AppConfig.js"
 import { StartFailed } from "./StartRefusals.js"
 
-const flag = (name: string) => Options.text(name).pipe(Options.optional)
+const flag = (name: string, description: string) =>
+  Options.text(name).pipe(Options.optional, Options.withDescription(description))
 
 /**
  * Builds the server and keeps it until interrupted, as Layer.launch does; a defect while building
@@ -25,11 +26,11 @@ const launch = <E>(app: Layer.Layer<never, E>) =>
 export const serve = Command.make(
   "serve",
   {
-    host: flag("host"),
-    port: flag("port"),
-    dataDir: flag("data-dir"),
-    runtime: flag("runtime"),
-    baseUrl: flag("base-url")
+    host: flag("host", "The address to listen on (SVC_HOST, default 127.0.0.1)"),
+    port: flag("port", "The port to listen on (SVC_PORT, default 8080)"),
+    dataDir: flag("data-dir", "Where the database, disks and snapshots live (SVC_DATA_DIR)"),
+    runtime: flag("runtime", "The machine driver: sandbox or process (SVC_RUNTIME; docs/drivers.md)"),
+    baseUrl: flag("base-url", "The public address of the API (SVC_BASE_URL)")
   },
   (flags) => {
     const overrides = new Map<string, string>()

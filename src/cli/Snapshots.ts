@@ -40,7 +40,10 @@ const list = Command.make("list", { machine: machineArg, json }, (flags) =>
 
 const push = Command.make("push", {
   machine: machineArg,
-  tier: Options.choice("tier", ["warm", "cold"]).pipe(Options.optional),
+  tier: Options.choice("tier", ["warm", "cold"]).pipe(
+    Options.optional,
+    Options.withDescription("warm (default) is fastest to restore; cold is compressed, smaller")
+  ),
   wait,
   json
 }, (flags) =>
@@ -115,7 +118,7 @@ const prune = Command.make("prune", {
 
 const restore = Command.make("restore", {
   machine: machineArg,
-  name: Args.text({ name: "new-name" }),
+  name: Args.text({ name: "new-name" }).pipe(Args.withDescription("The new machine's name")),
   snapshot: Options.text("snapshot").pipe(Options.optional, Options.withDescription("Default: the latest ready one")),
   stopped: Options.boolean("stopped").pipe(Options.withDescription("Leave the new machine stopped")),
   wait,

@@ -66,14 +66,27 @@ export const installSystemd = Command.make(
   "install-systemd",
   {
     bin: Options.text("bin").pipe(
-      Options.withDefault(process.execPath.endsWith("/node") ? "/usr/local/bin/svc" : process.execPath)
+      Options.withDefault(process.execPath.endsWith("/node") ? "/usr/local/bin/svc" : process.execPath),
+      Options.withDescription("The svc the unit runs")
     ),
-    dataDir: Options.text("data-dir").pipe(Options.withDefault("/var/lib/svc")),
-    port: Options.text("port").pipe(Options.withDefault("8080")),
-    baseUrl: Options.text("base-url").pipe(Options.optional),
-    unitDir: Options.text("unit-dir").pipe(Options.withDefault("/etc/systemd/system")),
-    configDir: Options.text("config-dir").pipe(Options.withDefault("/etc/svc")),
-    print: Options.boolean("print")
+    dataDir: Options.text("data-dir").pipe(
+      Options.withDefault("/var/lib/svc"),
+      Options.withDescription("The data directory")
+    ),
+    port: Options.text("port").pipe(Options.withDefault("8080"), Options.withDescription("The port svc listens on")),
+    baseUrl: Options.text("base-url").pipe(
+      Options.optional,
+      Options.withDescription("The public address of the API (SVC_BASE_URL)")
+    ),
+    unitDir: Options.text("unit-dir").pipe(
+      Options.withDefault("/etc/systemd/system"),
+      Options.withDescription("Where the unit file is written")
+    ),
+    configDir: Options.text("config-dir").pipe(
+      Options.withDefault("/etc/svc"),
+      Options.withDescription("Where svc.env (the settings) is written")
+    ),
+    print: Options.boolean("print").pipe(Options.withDescription("Print the unit and change nothing"))
   },
   (options) =>
     Effect.gen(function*() {

@@ -55,7 +55,10 @@ export const terminal = Command.make(
   "terminal",
   {
     machine: machineArg,
-    command: Args.text({ name: "COMMAND" }).pipe(Args.repeated)
+    command: Args.text({ name: "COMMAND" }).pipe(
+      Args.repeated,
+      Args.withDescription("The command to run in it (default: a login shell)")
+    )
   },
   (flags) =>
     Effect.gen(function*() {

@@ -1,50 +1,15 @@
 /** The `svc` command. */
 import { Command } from "@effect/cli"
-import { OpenApi } from "@effect/platform"
 import { NodeContext, NodeRuntime } from "@effect/platform-node"
-import { Cause, Console, Effect, Exit, Logger, LogLevel, Option } from "effect"
-import { Api } from "../Api.js"
+import { Cause, Effect, Exit, Logger, LogLevel, Option } from "effect"
 import { AccessLog } from "../kernel/http/RequestEdge.js"
-import { admin } from "./Admin.js"
-import { agent } from "./Agent.js"
-import { agents } from "./Agents.js"
+import { svc, version } from "./Commands.js"
 import { endingOf } from "./Failure.js"
-import { files } from "./Files.js"
 import { accessLogFor, flushLogs, logFormat, loggerFor } from "./Logging.js"
-import { login, logout } from "./Login.js"
-import { machines } from "./Machines.js"
-import { ops } from "./Operations.js"
-import { serve } from "./Serve.js"
-import { snapshots } from "./Snapshots.js"
+import { plainConsole, routeBeforeParsing } from "./Routing.js"
 import { startRefusal } from "./StartRefusals.js"
-import { templates } from "./Templates.js"
-import { terminal } from "./Terminal.js"
 
-const openapi = Command.make("openapi", {}, () => Console.log(JSON.stringify(OpenApi.fromApi(Api), null, 2))).pipe(
-  Command.withDescription("Print the OpenAPI document of the API")
-)
-
-const svc = Command.make("svc").pipe(
-  Command.withSubcommands([
-    serve,
-    admin,
-    agents,
-    openapi,
-    machines,
-    ops,
-    files,
-    agent,
-    snapshots,
-    templates,
-    login,
-    logout,
-    terminal
-  ])
-)
-
-// `svc --version` (and the help's first line): svc's version and the Node it runs on, which for the
-// single file is the one it embeds (bin/build.mjs).
-const run = Command.run(svc, { name: "svc", version: `0.1.0 (node ${process.version})` })
+const run = Command.run(svc, { name: "svc", version })
 
 const logLevel = LogLevel.fromLiteral(
   (["All", "Trace", "Debug", "Info", "Warning", "Error", "Fatal", "None"] as const).find((level) =>
@@ -92,8 +57,11 @@ process.once("SIGTERM", () => {
 Effect.gen(function*() {
   // The one log stream (src/cli/Logging.ts); a malformed SVC_LOG_FORMAT is refused like any setting.
   const format = yield* logFormat
+  // Help, a mistyped command and completion are answered before @effect/cli parses (src/cli/Routing.ts).
+  if (yield* routeBeforeParsing(process.argv.slice(2))) return
   return yield* run(process.argv).pipe(
     endRemote,
+    plainConsole,
     // Failures other than refusals are reported through the same logger (runMain's own report would
     // use Effect's default logger on stdout, and its pretty logger printed every line a second time).
     Effect.tapErrorCause((cause) =>
