@@ -12,6 +12,7 @@ import "./style.css"
 import type { Me } from "./types.js"
 import { ErrorLine } from "./ui.js"
 import { ModelsView } from "./views/Agents.js"
+import { BillingView } from "./views/Billing.js"
 import { EnvironmentsView } from "./views/Environments.js"
 import { KeysView } from "./views/Keys.js"
 import { MachineView } from "./views/Machine.js"
@@ -30,6 +31,7 @@ const sections: ReadonlyArray<readonly [string, string]> = [
   ["members", "Members"],
   ["environments", "Environments"],
   ["webhooks", "Webhooks"],
+  ["billing", "Billing"],
   ["settings", "Settings"]
 ]
 
@@ -114,6 +116,7 @@ const View = (
   if (section === "templates") return <TemplatesView organization={organization} can={can} />
   if (section === "environments") return <EnvironmentsView organization={organization} can={can} />
   if (section === "settings") return <SettingsView organization={organization} name={name} me={me} can={can} />
+  if (section === "billing") return <BillingView organization={organization} can={can} />
   if (section === "models") return <ModelsView organization={organization} />
   if (section === "webhooks") return <WebhooksView organization={organization} can={can} />
   if (section === "machines" && id !== undefined) {

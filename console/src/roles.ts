@@ -7,6 +7,7 @@ import type { Role, RoleLists } from "./types.js"
 const machineChangers: RoleLists["machineChangers"] = ["owner", "admin", "operator"]
 const administrators: RoleLists["administrators"] = ["owner", "admin"]
 const owners: RoleLists["owner"] = ["owner"]
+const billingManagers: RoleLists["billingManagers"] = ["owner", "billing"]
 
 export interface Abilities {
   readonly role: Role
@@ -16,11 +17,14 @@ export interface Abilities {
   readonly administer: boolean
   /** Ownership transfer and organization deletion. */
   readonly own: boolean
+  /** Checkout, auto-refill, billing settings. */
+  readonly manageBilling: boolean
 }
 
 export const abilitiesOf = (role: Role): Abilities => ({
   role,
   changeMachines: (machineChangers as ReadonlyArray<Role>).includes(role),
   administer: (administrators as ReadonlyArray<Role>).includes(role),
-  own: (owners as ReadonlyArray<Role>).includes(role)
+  own: (owners as ReadonlyArray<Role>).includes(role),
+  manageBilling: (billingManagers as ReadonlyArray<Role>).includes(role)
 })

@@ -60,3 +60,10 @@ import type { PortToken as PortTokenDto } from "../../src/machines/Api.js"
 
 export type AlertPreferences = typeof NotificationPreferencesDto.Type
 export type PortToken = typeof PortTokenDto.Type
+
+import type { AutoRefillDto, BillingDto, InvoicePreviewDto, UsageDto } from "../../src/billing/Api.js"
+
+export type Billing = typeof BillingDto.Type
+export type AutoRefill = typeof AutoRefillDto.Type
+export type InvoicePreview = typeof InvoicePreviewDto.Type
+export type Usage = typeof UsageDto.Type

@@ -5,11 +5,13 @@
  * rule holds).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Redacted } from "effect"
+import { Effect, Option, Redacted } from "effect"
 import * as NodeCrypto from "node:crypto"
+import { cheapPrices } from "../billing/support.js"
 import { newPage, screenshot, step, unlabelledFields } from "../support/Browser.js"
 import { joined } from "../support/Members.js"
 import { signIn } from "../support/SignIn.js"
+import { startStripeServer, stripeSettings } from "../support/StripeServer.js"
 import { startServer } from "../support/TestServer.js"
 
 describe("console: organization", () => {
@@ -59,6 +61,12 @@ describe("console: organization", () => {
         assert.deepStrictEqual(yield* unlabelledFields(page), [])
         yield* screenshot(page, "console-settings")
 
+        // Homelab: no billing, the usage over time.
+        yield* step(() => page.getByRole("link", { name: "Billing", exact: true }).click())
+        yield* step(() => page.getByRole("img", { name: /Usage over the last 14 days/ }).waitFor())
+        assert.strictEqual(yield* step(() => page.getByRole("button", { name: "Buy credit" }).count()), 0)
+        yield* step(() => page.getByRole("link", { name: "Settings", exact: true }).click())
+
         // Ownership goes to the heir; the founder, now an admin, sees no owner controls.
         yield* step(() => page.getByLabel("New owner").selectOption({ label: "heir@example.com (admin)" }))
         yield* step(() => page.getByRole("button", { name: "Transfer ownership" }).click())
@@ -82,6 +90,50 @@ describe("console: organization", () => {
         yield* step(() => second.page.waitForURL(/#\/$/))
         const gone = yield* owner.http("GET", "/v1/me")
         assert.isFalse(gone.body.organizations.some((entry: any) => entry.id === organization))
+      }),
+    { timeout: 120_000 }
+  )
+
+  it.scopedLive(
+    "metered billing: balances, usage chart, invoice preview, auto-refill and checkout at the provider",
+    () =>
+      Effect.gen(function*() {
+        const stripe = yield* startStripeServer
+        const server = yield* startServer({
+          billing: "metered",
+          prices: cheapPrices({ trial: { total_micros: 5_000_000 } }),
+          stripe: stripeSettings(stripe),
+          payments: Option.some("stripe" as const)
+        })
+        const owner = yield* signIn(server, "payer@example.com")
+        const organization = (yield* owner.http("GET", "/v1/me")).body.organizations[0].id as string
+        const { context, page } = yield* newPage({ dark: true })
+        yield* step(() =>
+          context.addCookies([...owner.jar.cookies].map(([name, value]) => ({ name, value, url: server.url })))
+        )
+        // The provider's checkout page stands in here; the console only navigates to it.
+        yield* step(() =>
+          page.route("https://checkout.stripe.test/**", (route) => route.fulfill({ body: "the provider's checkout" }))
+        )
+        yield* step(() => page.goto(`${server.url}/#/o/${organization}/billing`))
+        const balances = page.getByRole("definition").filter({ hasText: "$5.00" })
+        yield* step(() => balances.first().waitFor())
+        yield* step(() => page.getByRole("img", { name: /Usage over the last 14 days/ }).waitFor())
+        yield* step(() => page.getByRole("heading", { name: "Invoice preview" }).waitFor())
+        assert.deepStrictEqual(yield* unlabelledFields(page), [])
+
+        yield* step(() => page.getByLabel("Packs of $20 each time").fill("2"))
+        yield* step(() => page.getByLabel("When credit falls below ($)").fill("5"))
+        yield* step(() => page.getByLabel("At most a month ($)").fill("100"))
+        yield* step(() => page.getByRole("button", { name: "Save auto-refill" }).click())
+        yield* step(() => page.getByText("Auto-refill saved.").waitFor())
+        yield* screenshot(page, "console-billing-dark")
+
+        yield* step(() => page.getByLabel("Credit packs ($20 each)").fill("2"))
+        yield* step(() => page.getByRole("button", { name: "Buy credit" }).click())
+        yield* step(() => page.waitForURL(/^https:\/\/checkout\.stripe\.test\//))
+        const session = stripe.requests.find((made) => made.path === "/v1/checkout/sessions")!.body
+        assert.strictEqual(session.metadata.credit_packs, "2")
       }),
     { timeout: 120_000 }
   )
