@@ -2,6 +2,8 @@
  * The agents service over a temporary SQLite file, the real `process` driver and a stand-in codex
  * (a shell script in a tools folder of its own: the real agents are in test/e2e). The machines area
  * is stood in for by its one call the agents make, `find`, over machines the test declares.
+ * Process driver: the turn runner's signals and process groups are judged from the host's own
+ * process table; the real agents run on the sandbox in test/e2e/agents*.test.ts.
  */
 import { assert } from "@effect/vitest"
 import { Context, Effect, Exit, Layer } from "effect"

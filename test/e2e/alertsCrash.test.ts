@@ -24,6 +24,7 @@ describe("alerts across kill -9", () => {
       const env = {
         SVC_DATA_DIR: dataDir,
         SVC_PORT: String(port),
+        // Process driver: every create fails (an image no driver has), so no machine is ever made.
         SVC_RUNTIME: "process",
         SVC_LIMITS: JSON.stringify({ unlimited: { starts_per_hour: 100000 } })
       }

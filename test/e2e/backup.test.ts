@@ -17,7 +17,7 @@ import { freePort, tempDir } from "../support/TestServer.js"
 const served = (dataDir: string) =>
   Effect.gen(function*() {
     const port = yield* freePort
-    const env = { SVC_DATA_DIR: dataDir, SVC_PORT: String(port), SVC_RUNTIME: "process", SVC_BILLING: "unlimited" }
+    const env = { SVC_DATA_DIR: dataDir, SVC_PORT: String(port), SVC_RUNTIME: "sandbox", SVC_BILLING: "unlimited" }
     const child = yield* serve(env)
     return { child, url: `http://127.0.0.1:${port}` }
   })
@@ -29,15 +29,18 @@ describe("backup and restore", () => {
       const restoredDir = yield* tempDir
       const backupDir = NodePath.join(yield* tempDir, "backup")
       yield* Effect.addFinalizer(() =>
-        Effect.zipRight(destroyMachines(dataDir, "process"), destroyMachines(restoredDir, "process"))
+        Effect.zipRight(destroyMachines(dataDir, "sandbox"), destroyMachines(restoredDir, "sandbox"))
       )
       const first = yield* served(dataDir)
       const boot = yield* run(["admin", "bootstrap", "--email", "backup@example.com", "--data-dir", dataDir])
       const key = JSON.parse(boot.stdout).api_key
       const api = client(first.url, { key })
       const id = yield* runningMachine(api, "kept")
-      // The process runtime runs commands in the machine's workspace (there is no /workspace).
-      const wrote = yield* sh(api, id, "echo before-backup > kept.txt && head -c 2500000 /dev/urandom > r.bin")
+      const wrote = yield* sh(
+        api,
+        id,
+        "echo before-backup > /workspace/kept.txt && head -c 2500000 /dev/urandom > /workspace/r.bin"
+      )
       assert.strictEqual(wrote.exec_result.exit_code, 0)
       yield* change(api, "POST", `/v1/machines/${id}/stop`, {})
       const snapshot = yield* pushed(api, id)
@@ -73,7 +76,7 @@ describe("backup and restore", () => {
       const made = yield* api2("POST", `/v1/machines/${id}/restore`, { json: { name: "from-backup" } })
       assert.strictEqual(made.status, 202, made.text)
       assert.strictEqual((yield* settled(api2, made.body.operation_id, 60_000)).status, "succeeded")
-      const read = yield* sh(api2, made.body.machine_id, "cat kept.txt")
+      const read = yield* sh(api2, made.body.machine_id, "cat /workspace/kept.txt")
       assert.strictEqual(decode(read.exec_result.stdout_base64).trim(), "before-backup")
       assert.isFalse(NodeFs.existsSync(NodePath.join(backupDir, "svc.db-wal")))
     }), 180_000)

@@ -25,12 +25,12 @@ describe("billing durability", () => {
       Effect.gen(function*() {
         const stripe = yield* startStripeServer
         const dataDir = yield* tempDir
-        yield* Effect.addFinalizer(() => destroyMachines(dataDir, "process"))
+        yield* Effect.addFinalizer(() => destroyMachines(dataDir, "sandbox"))
         const port = yield* freePort
         const env = {
           SVC_DATA_DIR: dataDir,
           SVC_PORT: String(port),
-          SVC_RUNTIME: "process",
+          SVC_RUNTIME: "sandbox",
           SVC_BILLING: "metered",
           SVC_METER_SECONDS: "1",
           SVC_PRICES: JSON.stringify({ hourly_micros: { small: 3_600_000 }, trial: { max_hourly_micros: 1e9 } }),

@@ -40,10 +40,10 @@ describe("organization deletion across kill -9", () => {
   it.scopedLive("a deleted organization's machines all stop, whenever the process died", () =>
     Effect.gen(function*() {
       const dataDir = yield* tempDir
-      yield* Effect.addFinalizer(() => destroyMachines(dataDir, "process"))
+      yield* Effect.addFinalizer(() => destroyMachines(dataDir, "sandbox"))
       const port = yield* freePort
       const base = `http://127.0.0.1:${port}`
-      const env = { SVC_DATA_DIR: dataDir, SVC_PORT: String(port), SVC_RUNTIME: "process", SVC_BILLING: "unlimited" }
+      const env = { SVC_DATA_DIR: dataDir, SVC_PORT: String(port), SVC_RUNTIME: "sandbox", SVC_BILLING: "unlimited" }
       const databaseFile = NodePath.join(dataDir, "svc.db")
       const first = yield* serve(env)
       const bootstrap = (email: string) =>

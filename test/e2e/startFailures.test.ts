@@ -75,6 +75,7 @@ describe("svc serve: starts that cannot succeed, and SIGTERM", () => {
           ...process.env,
           SVC_DATA_DIR: dataDir,
           SVC_PORT: String(yield* freePort),
+          // Process driver: no machine in this test, and svc starts without the sandbox's host probes.
           SVC_RUNTIME: "process",
           // The migrations' debug lines show that the build has begun.
           SVC_LOG_LEVEL: "debug"
@@ -96,6 +97,7 @@ describe("svc serve: starts that cannot succeed, and SIGTERM", () => {
     () =>
       Effect.gen(function*() {
         const port = yield* freePort
+        // Process driver: no machine in this test, and svc starts without the sandbox's host probes.
         const child = yield* serve({ SVC_DATA_DIR: yield* tempDir, SVC_PORT: String(port), SVC_RUNTIME: "process" })
         let stderr = ""
         child.stderr!.on("data", (chunk) => (stderr += chunk))

@@ -36,7 +36,7 @@ describe("upgrades", () => {
     () =>
       Effect.gen(function*() {
         const dataDir = yield* tempDir
-        yield* Effect.addFinalizer(() => destroyMachines(dataDir, "process"))
+        yield* Effect.addFinalizer(() => destroyMachines(dataDir, "sandbox"))
         yield* oldestDatabase(NodePath.join(dataDir, "svc.db"))
         const boot = yield* run(["admin", "bootstrap", "--email", "old@example.com", "--data-dir", dataDir])
         assert.strictEqual(boot.code, 0, boot.stderr)
@@ -44,7 +44,7 @@ describe("upgrades", () => {
         assert.deepStrictEqual([answer.user_id, answer.organization_id], [userId, organizationId], "found, not made")
 
         const port = yield* freePort
-        yield* serve({ SVC_DATA_DIR: dataDir, SVC_PORT: String(port), SVC_RUNTIME: "process" })
+        yield* serve({ SVC_DATA_DIR: dataDir, SVC_PORT: String(port), SVC_RUNTIME: "sandbox" })
         const api = client(`http://127.0.0.1:${port}`, { key: answer.api_key })
         const me = yield* api("GET", "/v1/me")
         assert.strictEqual(me.status, 200)

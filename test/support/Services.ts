@@ -1,7 +1,9 @@
 /**
  * The service layers without HTTP, for fast tests of an area's rules: a real SQLite file in a temp
  * data dir and the `process` driver (machines are host folders), built in the test's scope so its
- * Clock is the test's.
+ * Clock is the test's. Process driver: these judge rules (billing, limits, alerts, retention), not
+ * isolation, which test/drivers and every end-to-end server (test/support/TestServer.ts) run on the
+ * sandbox; a test that needs the sandbox passes `{ runtime: "sandbox" }`.
  */
 import { Chunk, Context, Effect, Either, Layer, TestClock } from "effect"
 import { servicesWith } from "../../src/App.js"
