@@ -79,5 +79,5 @@ describe("backup and restore", () => {
       const read = yield* sh(api2, made.body.machine_id, "cat /workspace/kept.txt")
       assert.strictEqual(decode(read.exec_result.stdout_base64).trim(), "before-backup")
       assert.isFalse(NodeFs.existsSync(NodePath.join(backupDir, "svc.db-wal")))
-    }), 180_000)
+    }), 600_000)
 })
