@@ -4,7 +4,7 @@
  */
 import { FetchHttpClient, HttpClient, HttpClientRequest } from "@effect/platform"
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Fiber, TestClock } from "effect"
+import { Chunk, Effect, Fiber, TestClock } from "effect"
 import * as NodeHttp from "node:http"
 import type * as NodeNet from "node:net"
 import { makeClient } from "../../src/client/Client.js"
@@ -67,6 +67,17 @@ const scriptedServer = (answers: ReadonlyArray<Answer>) =>
 /** A moment of real time, for the server to receive what the client would send. */
 const settle = Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 50)))
 
+/**
+ * The idle signal: waits (in real time) until a fiber sleeps on the TestClock until `at` ms, i.e. the
+ * client has done all it would do before then; "nothing sent yet" needs no pause after it.
+ */
+const asleepUntil = (at: number) =>
+  Effect.gen(function*() {
+    while (!Chunk.contains(yield* TestClock.sleeps(), at)) {
+      yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 5)))
+    }
+  })
+
 const send = (url: string, method: "GET" | "POST" | "DELETE") =>
   Effect.flatMap(
     HttpClient.HttpClient,
@@ -88,8 +99,8 @@ describe("client retries", () => {
       ])
       const call = yield* Effect.fork(send(server.url + "/v1/me", "GET"))
       yield* Effect.promise(() => server.next(1))
+      yield* asleepUntil(3000)
       yield* TestClock.adjust("2999 millis")
-      yield* settle
       assert.strictEqual(server.seen.length, 1, "not before Retry-After")
       yield* TestClock.adjust("1 millis")
       yield* Effect.promise(() => server.next(2))
@@ -260,9 +271,11 @@ describe("waitOperation", () => {
       const wait = yield* Effect.fork(svc.waitOperation("0190d9a2-0000-7000-8000-000000000001"))
       yield* Effect.promise(() => server.next(1))
       // Pauses: 250, 500, 1000, 2000, 2000, 2000 ms.
+      let now = 0
       for (const [pause, count] of [[250, 2], [500, 3], [1000, 4], [2000, 5], [2000, 6], [2000, 7]] as const) {
+        now += pause
+        yield* asleepUntil(now)
         yield* TestClock.adjust(pause - 1)
-        yield* settle
         assert.strictEqual(server.seen.length, count - 1, `not before ${pause} ms`)
         yield* TestClock.adjust(1)
         yield* Effect.promise(() => server.next(count))
