@@ -53,6 +53,9 @@ const App = () => {
   }
   return (
     <>
+      <button type="button" class="skip" onClick={() => document.getElementById("main")?.focus()}>
+        Skip to content
+      </button>
       <header class="top">
         <a class="brand" href={membership === undefined ? "#/" : href(membership.id, "machines")}>svc</a>
         {organizations.length === 0 ? null : (
@@ -87,7 +90,7 @@ const App = () => {
         <span class="who" id="who">{me.data.user.email}</span>
         <button type="button" class="secondary" onClick={signOut}>Sign out</button>
       </header>
-      <main id="main">
+      <main id="main" tabIndex={-1}>
         {membership === undefined
           ? (
             <section class="card">

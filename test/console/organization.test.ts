@@ -137,4 +137,53 @@ describe("console: organization", () => {
       }),
     { timeout: 120_000 }
   )
+
+  it.scopedLive(
+    "a list of 1,000 machines reads a page at a time with the API's cursors, by keyboard too",
+    () =>
+      Effect.gen(function*() {
+        const server = yield* startServer()
+        const owner = yield* signIn(server, "many@example.com")
+        const organization = (yield* owner.http("GET", "/v1/me")).body.organizations[0].id as string
+        const { context, page } = yield* newPage()
+        yield* step(() =>
+          context.addCookies([...owner.jar.cookies].map(([name, value]) => ({ name, value, url: server.url })))
+        )
+        // 1,000 machines, answered by the browser's stand-in for svc's list route (making 1,000 real
+        // sandboxes would take the test's whole budget); every other call reaches svc.
+        const names = Array.from({ length: 1_000 }, (_, i) => `m-${String(i).padStart(4, "0")}`)
+        const asked: Array<string> = []
+        yield* step(() =>
+          page.route(/\/v1\/machines\?/, (route) => {
+            const url = new URL(route.request().url())
+            asked.push(url.search)
+            const limit = Number(url.searchParams.get("limit"))
+            const start = Number(url.searchParams.get("cursor") ?? 0)
+            const items = names.slice(start, start + limit).map((name, i) => ({
+              id: `00000000-0000-4000-8000-${String(start + i).padStart(12, "0")}`,
+              name,
+              state: "stopped",
+              size: "small",
+              image: "debian"
+            }))
+            const next = start + limit < names.length ? String(start + limit) : null
+            return route.fulfill({ json: { items, next_cursor: next } })
+          })
+        )
+        yield* step(() => page.goto(`${server.url}/#/o/${organization}/machines`))
+        yield* step(() => page.getByRole("row", { name: "m-0049" }).waitFor())
+        assert.strictEqual(yield* step(() => page.getByRole("row", { name: /^m-/ }).count()), 50)
+        yield* step(() => page.getByRole("button", { name: "Next page" }).click())
+        yield* step(() => page.getByRole("row", { name: "m-0050" }).waitFor())
+        assert.strictEqual(yield* step(() => page.getByRole("row", { name: "m-0049" }).count()), 0)
+        // By keyboard: the focused button pressed with Enter.
+        yield* step(() => page.getByRole("button", { name: "Next page" }).focus())
+        yield* step(() => page.keyboard.press("Enter"))
+        yield* step(() => page.getByRole("row", { name: "m-0100" }).waitFor())
+        yield* step(() => page.getByRole("button", { name: "Previous page" }).click())
+        yield* step(() => page.getByRole("row", { name: "m-0050" }).waitFor())
+        assert.isTrue(asked.every((search) => search.includes("limit=50")))
+      }),
+    { timeout: 60_000 }
+  )
 })

@@ -4,7 +4,7 @@ import { del, get, post } from "../api.js"
 import { useAction, useLoad } from "../hooks.js"
 import type { Abilities } from "../roles.js"
 import type { ApiKey, NewApiKey } from "../types.js"
-import { Empty, ErrorLine, TableHead, when } from "../ui.js"
+import { ErrorLine, Listed, TableHead, when } from "../ui.js"
 
 export const KeysView = ({ organization }: { organization: string; can: Abilities }) => {
   const keys = useLoad(() => get<{ items: ReadonlyArray<ApiKey> }>("/v1/api-keys"), [organization])
@@ -27,7 +27,6 @@ export const KeysView = ({ organization }: { organization: string; can: Abilitie
       await keys.reload()
     })
   }
-  const live = (keys.data?.items ?? []).filter((key) => key.revoked_at === null)
   return (
     <section aria-labelledby="keys-title">
       <div class="title-row">
@@ -67,10 +66,14 @@ export const KeysView = ({ organization }: { organization: string; can: Abilitie
           </button>
         </div>
       )}
-      <ErrorLine error={action.error ?? keys.error} />
-      {keys.data === undefined ? <p aria-busy="true">Loading keys…</p> : live.length === 0
-        ? <Empty>No API keys. Press “New key” to make one for the CLI or a program.</Empty>
-        : (
+      <ErrorLine error={action.error} />
+      <Listed
+        loaded={keys}
+        items={(data) => data.items.filter((key) => key.revoked_at === null)}
+        loading="Loading keys…"
+        empty="No API keys. Press “New key” to make one for the CLI or a program."
+      >
+        {(live) => (
           <div class="table-wrap">
             <table>
               <TableHead columns={["Name", "Key", "Access", "Expires", "Last used"]} />
@@ -103,6 +106,7 @@ export const KeysView = ({ organization }: { organization: string; can: Abilitie
             </table>
           </div>
         )}
+      </Listed>
     </section>
   )
 }

@@ -5,21 +5,10 @@ import { useAction, useLoad } from "../hooks.js"
 import type { Abilities } from "../roles.js"
 import { go, href } from "../route.js"
 import type { Accepted, CreateMachine, Environment, Machine, MachinePage, Snapshot } from "../types.js"
-import { Empty, ErrorLine, StateBadge, TableHead } from "../ui.js"
+import { ErrorLine, Listed, StateBadge, TableHead } from "../ui.js"
 
-/** All pages of the list: an organization's machines rarely fill more than a few. */
-const allMachines = async () => {
-  const items: Array<Machine> = []
-  let cursor: string | null = null
-  do {
-    const page: MachinePage = await get<MachinePage>(
-      `/v1/machines?limit=100${cursor === null ? "" : `&cursor=${encodeURIComponent(cursor)}`}`
-    )
-    items.push(...page.items)
-    cursor = page.next_cursor
-  } while (cursor !== null && items.length < 5_000)
-  return items
-}
+/** Machines a page: an organization of 1,000 machines reads (and polls) one page at a time. */
+const pageSize = 50
 
 export const MachineActions = (
   { machine, can, reload, deleted = reload }: {
@@ -66,8 +55,19 @@ export const MachineActions = (
 }
 
 export const MachinesView = ({ organization, can }: { organization: string; can: Abilities }) => {
-  const machines = useLoad(allMachines, [organization], 2_000)
+  // The cursors of the pages before this one (the API's `next_cursor`s), to go back.
+  const [cursors, setCursors] = useState<ReadonlyArray<string>>([])
+  const cursor = cursors.at(-1)
+  const machines = useLoad(
+    () =>
+      get<MachinePage>(
+        `/v1/machines?limit=${pageSize}${cursor === undefined ? "" : `&cursor=${encodeURIComponent(cursor)}`}`
+      ),
+    [organization, cursor],
+    2_000
+  )
   const [creating, setCreating] = useState(false)
+  const next = machines.data?.next_cursor ?? null
   return (
     <section aria-labelledby="machines-title">
       <div class="title-row">
@@ -77,22 +77,22 @@ export const MachinesView = ({ organization, can }: { organization: string; can:
           : null}
       </div>
       {creating ? <NewMachine organization={organization} onDone={() => setCreating(false)} /> : null}
-      <ErrorLine error={machines.error} />
-      {machines.data === undefined
-        ? <p aria-busy="true">Loading machines…</p>
-        : machines.data.length === 0
-        ? (
-          <Empty>
-            No machines yet.{" "}
-            {can.changeMachines ? "Press “New machine” to create one." : "Ask an operator or admin to create one."}
-          </Empty>
-        )
-        : (
+      <Listed
+        loaded={machines}
+        items={(page) => page.items}
+        loading="Loading machines…"
+        empty={cursors.length > 0
+          ? "No more machines."
+          : can.changeMachines
+          ? "No machines yet. Press “New machine” to create one."
+          : "No machines yet. Ask an operator or admin to create one."}
+      >
+        {(items) => (
           <div class="table-wrap">
-            <table class="machines">
+            <table class="machines" aria-labelledby="machines-title">
               <TableHead columns={["Name", "State", "Size", "Image"]} />
               <tbody>
-                {machines.data.map((machine) => (
+                {items.map((machine) => (
                   <tr key={machine.id} aria-label={machine.name}>
                     <th scope="row">
                       <a href={href(organization, "machines", machine.id)}>{machine.name}</a>
@@ -111,6 +111,28 @@ export const MachinesView = ({ organization, can }: { organization: string; can:
             </table>
           </div>
         )}
+      </Listed>
+      {cursors.length === 0 && next === null ? null : (
+        <nav class="pager" aria-label="Pages of machines">
+          <button
+            type="button"
+            class="secondary"
+            disabled={cursors.length === 0}
+            onClick={() => setCursors(cursors.slice(0, -1))}
+          >
+            Previous page
+          </button>
+          <span class="muted">Page {cursors.length + 1}</span>
+          <button
+            type="button"
+            class="secondary"
+            disabled={next === null}
+            onClick={() => next !== null && setCursors([...cursors, next])}
+          >
+            Next page
+          </button>
+        </nav>
+      )}
     </section>
   )
 }

@@ -8,7 +8,7 @@ import { useAction, useLoad } from "../hooks.js"
 import type { Abilities } from "../roles.js"
 import { go } from "../route.js"
 import type { Accepted, Machine, Snapshot } from "../types.js"
-import { Empty, ErrorLine, TableHead, when } from "../ui.js"
+import { ErrorLine, Listed, TableHead, when } from "../ui.js"
 
 const size = (bytes: number) =>
   bytes < 1024 * 1024 ? `${(bytes / 1024).toFixed(0)} KiB` : `${(bytes / 1024 / 1024).toFixed(1)} MiB`
@@ -38,13 +38,16 @@ export const MachineSnapshots = (
       await snapshots.reload()
     })
   }
-  const items = snapshots.data?.items ?? []
   return (
     <>
-      <ErrorLine error={action.error ?? snapshots.error} />
-      {snapshots.data === undefined ? <p aria-busy="true">Loading snapshots…</p> : items.length === 0
-        ? <Empty>No snapshots of this machine. {can.changeMachines ? "Press “Snapshot” to take one." : ""}</Empty>
-        : (
+      <ErrorLine error={action.error} />
+      <Listed
+        loaded={snapshots}
+        items={(data) => data.items}
+        loading="Loading snapshots…"
+        empty={<>No snapshots of this machine. {can.changeMachines ? "Press “Snapshot” to take one." : ""}</>}
+      >
+        {(items) => (
           <div class="table-wrap">
             <table>
               <TableHead columns={["Taken", "Name", "Status", "Size"]} />
@@ -75,6 +78,7 @@ export const MachineSnapshots = (
             </table>
           </div>
         )}
+      </Listed>
       {!can.changeMachines ? null : (
         <form class="card form" onSubmit={saveTemplate} aria-label="Save as template">
           <label for="template-name">Template name</label>
@@ -93,18 +97,17 @@ export const TemplatesView = ({ organization, can }: { organization: string; can
     5_000
   )
   const action = useAction()
-  const items = templates.data?.items ?? []
   return (
     <section aria-labelledby="templates-title">
       <h1 id="templates-title">Templates</h1>
-      <ErrorLine error={action.error ?? templates.error} />
-      {templates.data === undefined ? <p aria-busy="true">Loading templates…</p> : items.length === 0
-        ? (
-          <Empty>
-            No templates. Save a machine as a template from its Snapshots tab; new machines can then start from it.
-          </Empty>
-        )
-        : (
+      <ErrorLine error={action.error} />
+      <Listed
+        loaded={templates}
+        items={(data) => data.items}
+        loading="Loading templates…"
+        empty="No templates. Save a machine as a template from its Snapshots tab; new machines can then start from it."
+      >
+        {(items) => (
           <div class="table-wrap">
             <table>
               <TableHead columns={["Name", "Status", "Size", "Made"]} />
@@ -141,6 +144,7 @@ export const TemplatesView = ({ organization, can }: { organization: string; can
             </table>
           </div>
         )}
+      </Listed>
     </section>
   )
 }

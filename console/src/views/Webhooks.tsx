@@ -8,7 +8,7 @@ import { call, del, get, post } from "../api.js"
 import { useAction, useLoad } from "../hooks.js"
 import type { Abilities } from "../roles.js"
 import type { Webhook, WebhookDelivery, WebhookSecret } from "../types.js"
-import { Empty, ErrorLine, when } from "../ui.js"
+import { ErrorLine, Listed, when } from "../ui.js"
 
 const Secret = ({ shown }: { shown: WebhookSecret }) => {
   const [copied, setCopied] = useState(false)
@@ -80,7 +80,6 @@ export const WebhooksView = ({ organization, can }: { organization: string; can:
       await webhooks.reload()
     })
   }
-  const items = webhooks.data?.items ?? []
   return (
     <section aria-labelledby="webhooks-title">
       <div class="title-row">
@@ -108,63 +107,69 @@ export const WebhooksView = ({ organization, can }: { organization: string; can:
         )
         : null}
       {secret === undefined ? null : <Secret shown={secret} />}
-      <ErrorLine error={action.error ?? webhooks.error} />
-      {webhooks.data === undefined ? <p aria-busy="true">Loading webhooks…</p> : items.length === 0
-        ? <Empty>No webhooks. Press “New webhook” to have svc call an HTTPS endpoint on machine events.</Empty>
-        : items.map((webhook) => (
-          <article class="card" key={webhook.id} aria-label={webhook.name}>
-            <h2>
-              {webhook.name} <span class="muted">{webhook.enabled ? "enabled" : "disabled"}</span>
-            </h2>
-            <p class="mono">{webhook.url}</p>
-            <p class="muted">{webhook.events.join(", ")}</p>
-            <span class="actions">
-              <button
-                type="button"
-                class="secondary"
-                onClick={() =>
-                  void action.run(async () => {
-                    await call("PATCH", `/v1/webhooks/${webhook.id}`, { enabled: !webhook.enabled })
-                    await webhooks.reload()
-                  })}
-              >
-                {webhook.enabled ? "Disable" : "Enable"}
-              </button>
-              <button
-                type="button"
-                class="secondary"
-                onClick={() =>
-                  void action.run(async () =>
-                    setSecret(await post<WebhookSecret>(`/v1/webhooks/${webhook.id}/rotate-secret`))
-                  )}
-              >
-                Rotate secret
-              </button>
-              <button
-                type="button"
-                class="secondary"
-                aria-expanded={open === webhook.id}
-                onClick={() => setOpen(open === webhook.id ? undefined : webhook.id)}
-              >
-                Deliveries
-              </button>
-              <button
-                type="button"
-                class="danger"
-                onClick={() => {
-                  if (!confirm(`Delete the webhook ${webhook.name}?`)) return
-                  void action.run(async () => {
-                    await del(`/v1/webhooks/${webhook.id}`)
-                    await webhooks.reload()
-                  })
-                }}
-              >
-                Delete
-              </button>
-            </span>
-            {open === webhook.id ? <Deliveries webhook={webhook} /> : null}
-          </article>
-        ))}
+      <ErrorLine error={action.error} />
+      <Listed
+        loaded={webhooks}
+        items={(data) => data.items}
+        loading="Loading webhooks…"
+        empty="No webhooks. Press “New webhook” to have svc call an HTTPS endpoint on machine events."
+      >
+        {(items) =>
+          items.map((webhook) => (
+            <article class="card" key={webhook.id} aria-label={webhook.name}>
+              <h2>
+                {webhook.name} <span class="muted">{webhook.enabled ? "enabled" : "disabled"}</span>
+              </h2>
+              <p class="mono">{webhook.url}</p>
+              <p class="muted">{webhook.events.join(", ")}</p>
+              <span class="actions">
+                <button
+                  type="button"
+                  class="secondary"
+                  onClick={() =>
+                    void action.run(async () => {
+                      await call("PATCH", `/v1/webhooks/${webhook.id}`, { enabled: !webhook.enabled })
+                      await webhooks.reload()
+                    })}
+                >
+                  {webhook.enabled ? "Disable" : "Enable"}
+                </button>
+                <button
+                  type="button"
+                  class="secondary"
+                  onClick={() =>
+                    void action.run(async () =>
+                      setSecret(await post<WebhookSecret>(`/v1/webhooks/${webhook.id}/rotate-secret`))
+                    )}
+                >
+                  Rotate secret
+                </button>
+                <button
+                  type="button"
+                  class="secondary"
+                  aria-expanded={open === webhook.id}
+                  onClick={() => setOpen(open === webhook.id ? undefined : webhook.id)}
+                >
+                  Deliveries
+                </button>
+                <button
+                  type="button"
+                  class="danger"
+                  onClick={() => {
+                    if (!confirm(`Delete the webhook ${webhook.name}?`)) return
+                    void action.run(async () => {
+                      await del(`/v1/webhooks/${webhook.id}`)
+                      await webhooks.reload()
+                    })
+                  }}
+                >
+                  Delete
+                </button>
+              </span>
+              {open === webhook.id ? <Deliveries webhook={webhook} /> : null}
+            </article>
+          ))}
+      </Listed>
     </section>
   )
 }
