@@ -81,8 +81,9 @@ describe("request edge: correlation ids", () => {
       const id = made.headers.get(CORRELATION_HEADER)!
       assert.match(id, /^[0-9a-f-]{36}$/)
       assert.strictEqual(made.body.correlation_id, id)
-      // Each request's route line and its access line, the access line once the answer is handed over.
-      yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 50)))
+      // Each request's route line and its access line, the access line once the answer is handed over
+      // (after the client has it: waited for, however slow the host).
+      while (server.logged.length < 4) yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 5)))
       assert.deepStrictEqual(
         server.logged.map((entry) => Option.getOrElse(entry, () => "none")).sort(),
         ["abc-123", "abc-123", id, id].sort()
