@@ -7,6 +7,7 @@ import { connect } from "./Connect.js"
 import { resolveEnvironment } from "./Environments.js"
 import { streamOutput } from "./EventStream.js"
 import { CommandFailed, UsageError } from "./Failure.js"
+import { statsCommand } from "./MachineStats.js"
 import { type Column, json, printJson, printList, printRecord, stderr, time, wait } from "./Output.js"
 import { reportAccepted, waitWithProgress } from "./Progress.js"
 
@@ -275,6 +276,7 @@ export const machines = Command.make("machines").pipe(
     simpleChange("restart", "Restart a machine (succeeds once it has booted again)"),
     simpleChange("delete", "Delete a machine and its disk"),
     exec,
-    fork
+    fork,
+    statsCommand(machineArg, withMachine)
   ])
 )

@@ -241,6 +241,16 @@ export const procStat = (pid: number): ProcStat | undefined => {
   }
 }
 
+/** Resident memory of `pid` (VmRSS of /proc/<pid>/status, in kB whatever the page size), 0 when gone. */
+export const residentBytes = (pid: number) => {
+  try {
+    const kb = /^VmRSS:\s+(\d+) kB$/m.exec(NodeFs.readFileSync(`/proc/${pid}/status`, "latin1"))?.[1]
+    return kb === undefined ? 0 : Number(kb) * 1024
+  } catch {
+    return 0
+  }
+}
+
 /** The process `pid` that started at `starttime` runs (a reused pid or a zombie does not). */
 export const isAlive = (pid: number, starttime: number) => {
   const stat = procStat(pid)

@@ -108,6 +108,27 @@ export const withKnownImage = <A, E, R>(
 /** The machine is not running (or not there): the request cannot be carried out now. */
 export class NotRunning extends Data.TaggedError("NotRunning")<{ readonly machineId: string }> {}
 
+/**
+ * A machine's use now, as far as its driver can read it (`stats`): each figure the driver cannot
+ * read is left out. Limits are those the host enforces (its cgroups), which may differ from the
+ * size's when the sizes changed after the boot.
+ */
+export interface MachineUsage {
+  /** Whether the machine runs on this host now; a stopped one has only its CPU total and its disk. */
+  readonly running: boolean
+  /** CPU seconds since the machine was created on this host, the same count as `cpuSeconds`. */
+  readonly cpuSeconds: number
+  /** Memory in use, page cache that the kernel can take back left out (as `docker stats` counts). */
+  readonly memoryBytes?: number | undefined
+  readonly memoryLimitBytes?: number | undefined
+  /** Processes and threads (a cgroup's pids count). */
+  readonly processes?: number | undefined
+  readonly processesLimit?: number | undefined
+  /** Bytes in use on the machine's own file system, and that file system's size. */
+  readonly diskUsedBytes?: number | undefined
+  readonly diskSizeBytes?: number | undefined
+}
+
 export interface MachineDriverShape {
   readonly name: string
   /** False for the `process` driver, which runs everything as plain host processes. */
@@ -173,6 +194,12 @@ export interface MachineDriverShape {
   readonly toolsPath?: string | undefined
   /** CPU seconds used by the machine's processes since it was created on this host (monotonic). */
   readonly cpuSeconds: (id: string) => Effect.Effect<number, DriverError>
+  /**
+   * The machine's use now (GET /v1/machines/{id}/stats, the per-machine series of /metrics): cheap
+   * reads of files the host keeps (a few per machine, no process started), so a scrape may ask for
+   * every running machine. Optional: a driver without it answers only `cpuSeconds`.
+   */
+  readonly stats?: ((id: string) => Effect.Effect<MachineUsage, DriverError>) | undefined
 }
 
 export class MachineDriver extends Context.Tag("svc/drivers/MachineDriver")<MachineDriver, MachineDriverShape>() {}

@@ -27,6 +27,7 @@ import { pageFields } from "../kernel/http/Pagination.js"
 import { allowedWhileSuspended, policy } from "../kernel/http/Policy.js"
 import type { ProblemClass } from "../kernel/http/Problem.js"
 import { NoSnapshot, SnapshotPending } from "../snapshots/Errors.js"
+import { statsEndpoint } from "./StatsApi.js"
 
 export const MachineDto = Schema.Struct({
   id: Uuid,
@@ -300,6 +301,7 @@ export class MachinesApi extends HttpApiGroup.make("machines")
       .setPath(MachineIdPath)
       .addSuccess(MachineDto)
   )
+  .add(statsEndpoint)
   .add(
     Endpoint.patch("update", "/v1/machines/:id", {
       summary: "Change a machine's settings",

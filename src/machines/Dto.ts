@@ -3,6 +3,8 @@ import { parsePorts, portUrl } from "../kernel/domain/Ports.js"
 import { iso, isoOrNull } from "../kernel/http/Dto.js"
 import type { MachineRow } from "../runtime/MachinesRepo.js"
 import type { MachineDto } from "./Api.js"
+import { cpuWindowMillis, type StatsReading } from "./Stats.js"
+import type { MachineStatsDto } from "./StatsApi.js"
 
 export const machineDto =
   (config: { readonly baseUrl: string; readonly portsUrl?: string | undefined }) => (row: MachineRow): MachineDto => ({
@@ -29,3 +31,31 @@ export const machineDto =
     started_at: isoOrNull(row.started_at),
     stopped_at: isoOrNull(row.stopped_at)
   })
+
+const mib = 1024 ** 2
+const orNull = (value: number | undefined) => (value === undefined ? null : Math.round(value))
+
+export const machineStatsDto = ({ limits, machine, readAt, usage, usedCpus }: StatsReading): MachineStatsDto => ({
+  machine_id: machine.id,
+  state: machine.state,
+  size: machine.size,
+  boot_id: usage.running ? machine.boot_id : null,
+  started_at: usage.running ? isoOrNull(machine.started_at) : null,
+  read_at: iso(readAt),
+  cpu: {
+    seconds_total: Math.round(usage.cpuSeconds * 1_000) / 1_000,
+    used_cpus: usedCpus === undefined ? null : Math.round(usedCpus * 1_000) / 1_000,
+    percent_of_limit: usedCpus === undefined ? null : Math.round((usedCpus / limits.cpus) * 1_000) / 10,
+    window_seconds: usedCpus === undefined ? null : cpuWindowMillis / 1_000,
+    limit_cpus: limits.cpus
+  },
+  memory: {
+    used_bytes: usage.running ? orNull(usage.memoryBytes) : null,
+    limit_bytes: usage.memoryLimitBytes ?? limits.memory_mib * mib
+  },
+  disk: { used_bytes: orNull(usage.diskUsedBytes), size_bytes: usage.diskSizeBytes ?? limits.disk_mib * mib },
+  processes: {
+    current: usage.running ? orNull(usage.processes) : null,
+    limit: usage.processesLimit ?? limits.processes
+  }
+})

@@ -11,12 +11,14 @@ import { portTokenRoute } from "../ports/Http.js"
 import { PortTokens } from "../ports/PortTokens.js"
 import { machineOrigins } from "../snapshots/Http.js"
 import { Snapshots } from "../snapshots/Snapshots.js"
-import { machineDto } from "./Dto.js"
+import { machineDto, machineStatsDto } from "./Dto.js"
 import { Machines } from "./Machines.js"
+import { MachineStats } from "./Stats.js"
 
 export const MachinesHandlers = HttpApiBuilder.group(Api, "machines", (handlers) =>
   Effect.gen(function*() {
     const machines = yield* Machines
+    const stats = yield* MachineStats
     const config = yield* AppConfig
     // The routes whose rules belong to another area: a new machine's disk from a snapshot or a
     // template (snapshots), a port token (ports). Those areas answer them; this group only routes.
@@ -53,6 +55,9 @@ export const MachinesHandlers = HttpApiBuilder.group(Api, "machines", (handlers)
       .handle("get", ({ path }) =>
         Effect.flatMap(currentOrganization, (organization) =>
           Effect.map(machines.find(organization.id, path.id), dto)))
+      .handle("stats", ({ path }) =>
+        Effect.flatMap(currentOrganization, (organization) =>
+          Effect.map(stats.of(organization.id, path.id), machineStatsDto)))
       .handle("update", ({ path, payload }) =>
         Effect.flatMap(requester({}), (who) =>
           Effect.map(
@@ -74,8 +79,10 @@ export const MachinesHandlers = HttpApiBuilder.group(Api, "machines", (handlers)
         change(headers, path.id, "delete", {}))
       .handle("exec", ({ headers, path, payload }) =>
         change(headers, path.id, "exec", { ...payload }))
-      .handle("writeFile", ({ headers, path, payload }) => change(headers, path.id, "write_file", { ...payload }))
-      .handle("readFile", ({ headers, path, payload }) => change(headers, path.id, "read_file", { ...payload }))
+      .handle("writeFile", ({ headers, path, payload }) =>
+        change(headers, path.id, "write_file", { ...payload }))
+      .handle("readFile", ({ headers, path, payload }) =>
+        change(headers, path.id, "read_file", { ...payload }))
       .handle("installSshKey", ({ headers, path, payload }) =>
         change(headers, path.id, "install_ssh_key", { ...payload }))
       .handle("setInternet", ({ headers, path, payload }) =>
@@ -86,4 +93,4 @@ export const MachinesHandlers = HttpApiBuilder.group(Api, "machines", (handlers)
         change(headers, path.id, "unexpose_port", { port: path.port }))
       .handle("createPortToken", ({ path, payload }) =>
         portToken(path.id, path.port, payload.expires_in_seconds))
-  })).pipe(buildWithOnly(Authorization, Machines, AppConfig, Snapshots, PortTokens))
+  })).pipe(buildWithOnly(Authorization, Machines, MachineStats, AppConfig, Snapshots, PortTokens))

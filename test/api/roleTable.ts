@@ -44,6 +44,7 @@ export const roleSections: ReadonlyArray<Section> = [
     routes: {
       "GET /v1/machines": anyMember,
       "GET /v1/machines/{id}": anyMember,
+      "GET /v1/machines/{id}/stats": anyMember,
       "POST /v1/machines": machineChangers,
       "PATCH /v1/machines/{id}": machineChangers,
       "POST /v1/machines/{id}/start": machineChangers,

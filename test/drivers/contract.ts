@@ -486,6 +486,24 @@ export const driverContract = (name: string, makeLayer: MakeDriverLayer) =>
           }))
       }))
 
+    test("stats answer what runs: its processes and memory while it runs, its CPU total after", () =>
+      Effect.gen(function*() {
+        const spec = specOf(freshId())
+        yield* withMachine(spec, (driver) =>
+          Effect.gen(function*() {
+            if (driver.stats === undefined) return
+            yield* run(driver, spec.id, sh("for i in 1 2 3; do nohup sleep 1000 >/dev/null 2>&1 & done"))
+            const live = yield* driver.stats(spec.id)
+            assert.isTrue(live.running)
+            assert.isAtLeast(live.processes ?? 0, 3)
+            assert.isAbove(live.memoryBytes ?? 0, 0)
+            yield* driver.stop(spec.id, { force: true })
+            const stopped = yield* driver.stats(spec.id)
+            assert.isFalse(stopped.running)
+            assert.isAtLeast(stopped.cpuSeconds, live.cpuSeconds)
+          }))
+      }))
+
     test("a new driver on the same data dir (svc restarted) adopts the running machine", () =>
       Effect.gen(function*() {
         const spec = specOf(freshId(), { env: { ADOPTED: "yes" } })

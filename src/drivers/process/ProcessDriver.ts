@@ -14,7 +14,16 @@ import * as NodeCrypto from "node:crypto"
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
 import { wrapOnce } from "../ExactlyOnce.js"
-import { hostBootId, hostPath, killPid, pidsWithEnv, procStat, runCommand, waitFor } from "../HostProcess.js"
+import {
+  hostBootId,
+  hostPath,
+  killPid,
+  pidsWithEnv,
+  procStat,
+  residentBytes,
+  runCommand,
+  waitFor
+} from "../HostProcess.js"
 import { type LaunchRequest, spawnLauncher } from "../launcher/Launcher.js"
 import { launcherScript } from "../launcher/Script.js"
 import {
@@ -193,6 +202,24 @@ export const make = (
           paths(id).cpu,
           record === undefined ? undefined : { bootId: record.bootId, seconds: liveCpu(id) }
         )
+      }),
+    // Host processes limited by nothing: their count and resident memory (shared pages counted
+    // once per process); the disk is a folder of the host's file system, its use not read.
+    stats: (id) =>
+      attempt("stats", () => {
+        const record = running(id)
+        const pids = record === undefined ? [] : processesOf(id)
+        const cpuSeconds = cpuTotal(
+          paths(id).cpu,
+          record === undefined ? undefined : { bootId: record.bootId, seconds: liveCpu(id) }
+        )
+        if (record === undefined) return { running: false, cpuSeconds }
+        return {
+          running: true,
+          cpuSeconds,
+          processes: pids.length,
+          memoryBytes: pids.reduce((sum, pid) => sum + residentBytes(pid), 0)
+        }
       })
   }
 }

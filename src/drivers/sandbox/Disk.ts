@@ -206,3 +206,17 @@ export const unusable = (): string | undefined => {
     NodeFs.rmSync(dir, { recursive: true, force: true })
   }
 }
+
+/**
+ * Bytes in use on the machine's mounted file system (statfs: cheap, no walk of the tree) and its
+ * image's size; nothing while the image is not mounted (statfs would read the host's file system).
+ */
+export const usage = (paths: MachinePaths): { readonly usedBytes?: number; readonly sizeBytes?: number } => {
+  try {
+    if (NodeFs.statSync(paths.disk).dev === NodeFs.statSync(paths.machine).dev) return {}
+    const fs = NodeFs.statfsSync(paths.disk)
+    return { usedBytes: (fs.blocks - fs.bfree) * fs.bsize, sizeBytes: NodeFs.statSync(imageOf(paths)).size }
+  } catch {
+    return {}
+  }
+}

@@ -23,13 +23,14 @@ import { Clock, Effect, Layer, Runtime, Schedule } from "effect"
 import * as NodeFs from "node:fs"
 import type * as NodeStream from "node:stream"
 import { defaultSizes, type SizeTable } from "../../kernel/config/MachineSizes.js"
-import { innermostPid, isAlive, killPid, waitFor } from "../HostProcess.js"
+import { innermostPid, isAlive, killPid, residentBytes, waitFor } from "../HostProcess.js"
 import { DriverError, MachineDriver, type MachineDriverShape, NotRunning, withKnownImage } from "../MachineDriver.js"
 import { attempt, cpuFold, cpuTotal, machinePaths, observeWith, readJson } from "../MachineFiles.js"
 import { connectLocal, connectThroughNamespace, servedBy, sharesHostNetwork } from "../PortConnections.js"
 import { bootMachine } from "./Boot.js"
 import { toolsMount } from "./Bwrap.js"
 import * as Cgroups from "./Cgroups.js"
+import { groupUsage } from "./CgroupUsage.js"
 import * as Disk from "./Disk.js"
 import { diskCalls } from "./DiskCalls.js"
 import { execIn } from "./Exec.js"
@@ -203,6 +204,25 @@ export const make = (
           paths(id).cpu,
           record === undefined ? undefined : { bootId: record.bootId, seconds: bootCpu(record) }
         )
+      }),
+    stats: (id) =>
+      attempt("stats", () => {
+        const record = running(id)
+        const machine = paths(id)
+        const cpuSeconds = cpuTotal(
+          machine.cpu,
+          record === undefined ? undefined : { bootId: record.bootId, seconds: bootCpu(record) }
+        )
+        const disk = Disk.usage(machine)
+        const base = { cpuSeconds, diskUsedBytes: disk.usedBytes, diskSizeBytes: disk.sizeBytes }
+        if (record === undefined) return { running: false, ...base }
+        // Without groups (a host test's `cgroups: false`): its processes counted, nothing limited.
+        const groups = record.groups ?? []
+        const pids = groups.length > 0 ? [] : processesOf(record)
+        const usage = groups.length > 0
+          ? groupUsage(groups)
+          : { processes: pids.length, memoryBytes: pids.reduce((sum, pid) => sum + residentBytes(pid), 0) }
+        return { running: true, ...base, ...usage }
       })
   }
   const thawFrozen = Effect.flatMap(machineIds, disks.thawFrozen)

@@ -14,6 +14,8 @@ export interface Gauge {
   /** Prometheus name, `svc_` first. */
   readonly name: string
   readonly help: string
+  /** `counter` for a total that only grows (named `_total`); a gauge unless said. */
+  readonly type?: "gauge" | "counter" | undefined
   readonly read: Effect.Effect<ReadonlyArray<GaugeReading>>
 }
 

@@ -63,7 +63,7 @@ const effectMetrics = () => {
 }
 
 const gaugeText = (gauge: Gauge, readings: ReadonlyArray<GaugeReading>) =>
-  header(gauge.name, "gauge", gauge.help) +
+  header(gauge.name, gauge.type ?? "gauge", gauge.help) +
   readings.map((reading) => `${gauge.name}${labelText(Object.entries(reading.labels))} ${number(reading.value)}\n`)
     .join("")
 
