@@ -11,7 +11,7 @@ import * as AppConfig from "../kernel/config/AppConfig.js"
 import { makeFolders } from "../kernel/Folders.js"
 import { backupDatabase } from "../kernel/sql/Backup.js"
 import * as DataDirLock from "../kernel/sql/DataDirLock.js"
-import { copyStore } from "../snapshots/store/Backup.js"
+import { copyStore, readySnapshotIds } from "../snapshots/store/Backup.js"
 import { withDataDir } from "./DataDirOption.js"
 
 /** A refusal is one line on stderr and exit code 1. */
@@ -36,12 +36,13 @@ const backup = Command.make("backup", { dataDir, folder }, ({ dataDir, folder })
     const config = yield* AppConfig.AppConfig
     const target = NodePath.resolve(folder)
     makeFolders(target)
+    const copy = NodePath.join(target, "svc.db")
     const database = yield* Effect.tryPromise({
-      try: () => backupDatabase(config.databaseFile, NodePath.join(target, "svc.db")),
+      try: () => backupDatabase(config.databaseFile, copy),
       catch: (error) => `svc: ${(error as Error).message}`
     })
     const store = yield* Effect.promise(() =>
-      copyStore(NodePath.join(config.dataDir, "snapshots"), NodePath.join(target, "snapshots"), database.snapshotIds)
+      copyStore(NodePath.join(config.dataDir, "snapshots"), NodePath.join(target, "snapshots"), readySnapshotIds(copy))
     )
     const summary = {
       taken_at: new Date().toISOString(),

@@ -92,7 +92,7 @@ const make = Effect.gen(function*() {
     remove: (organizationId: string, id: string) =>
       Effect.gen(function*() {
         yield* find(organizationId, id)
-        const using = yield* repo.machinesUsing(id)
+        const using = yield* machines.usingEnvironment(id)
         if (using.length > 0) {
           return yield* new EnvironmentInUse({ detail: `${using.length} live machines use this environment` })
         }
@@ -106,7 +106,7 @@ const make = Effect.gen(function*() {
       Effect.gen(function*() {
         const row = yield* find(requester.organizationId, id)
         const operations: Array<Accepted> = []
-        for (const machine of yield* repo.machinesUsing(id)) {
+        for (const machine of yield* machines.usingEnvironment(id)) {
           const idempotencyKey = `env:${id}:v${row.version}:${machine.id}`
           // A machine already on this version is left alone, unless this upgrade is what brought it
           // there: then a repeat replays its operation, however fast that ran.

@@ -34,11 +34,7 @@ const make = Effect.gen(function*() {
         WHERE environment_id = ${environmentId} AND version = ${version}`.pipe(
         Effect.map((rows) => Option.fromNullable(rows[0]?.sealed_variables)),
         Effect.orDie
-      ),
-    /** Live machines that use the environment, with the version each is on. */
-    machinesUsing: (environmentId: string) =>
-      sql<{ id: string; environment_version: number | null }>`SELECT id, environment_version FROM machines
-        WHERE environment_id = ${environmentId} AND state <> 'deleted' ORDER BY id`.pipe(Effect.orDie)
+      )
   }
 })
 

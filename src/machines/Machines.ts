@@ -368,6 +368,8 @@ const make = Effect.gen(function*() {
 
   return {
     ...service,
+    /** Live machines that use the environment, with the version each is on. */
+    usingEnvironment: machines.usingEnvironment,
     /**
      * Force-stops every machine of the organization that is or will be running, with `reason`
      * (billing, suspension, abuse): what each had queued is cancelled, its execs and turns end. The

@@ -89,6 +89,10 @@ const make = Effect.gen(function*() {
       sql<MachineRow>`SELECT * FROM machines WHERE organization_id = ${organizationId}
         AND projected_state = 'running' ORDER BY id`.pipe(Effect.orDie),
     /** How many machines are in each state (for /metrics). */
+    /** Live machines that use the environment, with the version each is on (the environments area asks). */
+    usingEnvironment: (environmentId: string) =>
+      sql<{ id: string; environment_version: number | null }>`SELECT id, environment_version FROM machines
+        WHERE environment_id = ${environmentId} AND state <> 'deleted' ORDER BY id`.pipe(Effect.orDie),
     countsByState: sql<{ state: string; n: number }>`SELECT state, COUNT(*) AS n FROM machines GROUP BY state`.pipe(
       Effect.orDie
     ),

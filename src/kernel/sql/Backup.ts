@@ -5,7 +5,10 @@
 import Sqlite from "better-sqlite3"
 import * as NodeFs from "node:fs"
 
-/** Copies `databaseFile` to `target` (replaced if present); answers the snapshot ids it holds that are ready. */
+/**
+ * Copies `databaseFile` to `target` (replaced if present); answers its schema version. Which
+ * snapshots it holds is the store's to read (snapshots/store/Backup.ts `readySnapshotIds`).
+ */
 export const backupDatabase = async (databaseFile: string, target: string) => {
   if (!NodeFs.existsSync(databaseFile)) throw new Error(`no database at ${databaseFile}`)
   NodeFs.rmSync(target, { force: true })
@@ -20,10 +23,7 @@ export const backupDatabase = async (databaseFile: string, target: string) => {
     // One self-contained file: the copy keeps the source's WAL mode, which would add -wal and -shm files.
     copy.pragma("journal_mode = DELETE")
     const version = copy.prepare("SELECT MAX(migration_id) AS v FROM effect_sql_migrations").get() as { v: number }
-    const ids = (copy.prepare("SELECT id FROM snapshots WHERE status = 'ready' ORDER BY id").all() as Array<
-      { id: string }
-    >).map((row) => row.id)
-    return { schemaVersion: version.v, snapshotIds: ids }
+    return { schemaVersion: version.v }
   } finally {
     copy.close()
   }

@@ -5,11 +5,25 @@
  * only what is new. A snapshot whose manifest or chunks are gone (deleted while the backup ran) is
  * reported, not copied.
  */
+import Sqlite from "better-sqlite3"
 import * as NodeFs from "node:fs/promises"
 import * as NodePath from "node:path"
 import { chunkKeysOf } from "./ChunkStore.js"
 import { syncFileSystem } from "./Fsync.js"
 import type { Manifest } from "./Manifest.js"
+
+/** The ready snapshots' ids in a database file outside svc's connection (a backup's copy). */
+export const readySnapshotIds = (databaseFile: string) => {
+  const db = new Sqlite(databaseFile, { readonly: true, fileMustExist: true })
+  try {
+    const rows = db.prepare("SELECT id FROM snapshots WHERE status = 'ready' ORDER BY id").all() as Array<
+      { id: string }
+    >
+    return rows.map((row) => row.id)
+  } finally {
+    db.close()
+  }
+}
 
 export interface StoreCopy {
   readonly snapshots: number
