@@ -8,13 +8,13 @@ import { Clock, type Context, Effect, Exit, Option } from "effect"
 import type { DriverError, MachineDriverShape, MachineSpec, NotRunning } from "../drivers/MachineDriver.js"
 import { conflictOf, type MachineConflict, makesMachine } from "../kernel/domain/MachineStates.js"
 import { type ExposedPort, findPort, parsePorts, portsJson, withoutPort, withPort } from "../kernel/domain/Ports.js"
-import { fillSourceOf, type SnapshotWork } from "../snapshots/store/SnapshotWork.js"
 import { OutputCollector } from "./ExecOutput.js"
 import { readRanges, writeFile } from "./FileTransfers.js"
 import type { MachinePatch, MachineRow } from "./MachinesRepo.js"
 import type { OperationRow } from "./OperationsRepo.js"
 import type { ExecResult, Outcome } from "./Outcome.js"
 import type { DecodedRequest } from "./Requests.js"
+import { fillSourceOf, type SnapshotWork } from "./SnapshotWork.js"
 
 /** What an exec-like step reports while it runs. */
 export interface ExecHooks {

@@ -12,7 +12,6 @@ import { Entitlements } from "../kernel/Entitlements.js"
 import { type DomainEvent, DomainEvents } from "../kernel/events/DomainEvents.js"
 import { EventRecorders } from "../kernel/events/EventRecorders.js"
 import { GroupCommit } from "../kernel/sql/GroupCommit.js"
-import { fillSourceOf, SnapshotWork } from "../snapshots/store/SnapshotWork.js"
 import { apply, specOf, stoppedOnItsOwn } from "./Apply.js"
 import { retryDelay } from "./Backoff.js"
 import { OutputCollector } from "./ExecOutput.js"
@@ -24,6 +23,7 @@ import { isTerminal, type OperationRow, OperationsRepo } from "./OperationsRepo.
 import { type Outcome } from "./Outcome.js"
 import { project } from "./Projection.js"
 import { type DecodedRequest, decodeRequest } from "./Requests.js"
+import { fillSourceOf, SnapshotWork } from "./SnapshotWork.js"
 
 interface Actor {
   /**

@@ -34,11 +34,11 @@ export interface SnapshotAccepted {
   readonly accepted: Accepted
   readonly snapshot: SnapshotRow
 }
+import { SnapshotWork } from "../runtime/SnapshotWork.js"
 import { NoSnapshot, SnapshotLimitReached, SnapshotPending, TemplateLimitReached, TemplateNameTaken } from "./Errors.js"
 import { readyPatch } from "./store/Manifest.js"
 import { type SnapshotRow, SnapshotsRepo } from "./store/SnapshotsRepo.js"
 import { SnapshotStore } from "./store/SnapshotStore.js"
-import { SnapshotWork } from "./store/SnapshotWork.js"
 
 /** The settings a fork or a restore copies from its source machine. */
 const settingsOf = (machine: MachineRow, name: string, start: boolean): NewMachine => ({
