@@ -37,7 +37,11 @@ const upward = [
   "^src/machines/(Api|Http)\\.ts$"
 ]
 const folder = (area) =>
-  area === "snapshots" ? "^src/snapshots/(?!store/)" : area === "agents" ? "^src/agents/(?!providers/)" : `^src/${area}/`
+  area === "snapshots"
+    ? "^src/snapshots/(?!store/)"
+    : area === "agents"
+    ? "^src/agents/(?!providers/)"
+    : `^src/${area}/`
 const oneWay = order.slice(0, -1).map((area, i) => ({
   name: `areas-depend-one-way (${area})`,
   comment: "A folder imports only the folders before it in the order (docs/architecture.md).",
