@@ -15,7 +15,7 @@ import { MachinesRepo } from "../runtime/MachinesRepo.js"
 import { Accounts } from "./Accounts.js"
 import { creditUsable, hourStart, monthOf, onTrialRules, spendable, trialActive } from "./Money.js"
 import { makeNotices, trialWarningMillis } from "./Notices.js"
-import { type AccountRow, BillingRepo } from "./Repo.js"
+import { type AccountRow, BillingRepo, type UsageSum } from "./Repo.js"
 
 const day = 86_400_000
 
@@ -223,7 +223,11 @@ const make = Effect.gen(function*() {
 
     /** Usage is kept per hour: the hours that start in [since rounded down, until). */
     usageRows: (organizationId: string, since: number, until: number, machineId: string | null) =>
-      repo.usageByMachine(organizationId, hourStart(since), until, machineId),
+      Effect.gen(function*() {
+        const rows = yield* repo.usageByMachine(organizationId, hourStart(since), until, machineId)
+        const named = yield* machines.namesAndCreators([...new Set(rows.map((row) => row.machine_id))])
+        return rows.map((row): UsageSum => ({ ...row, name: named.get(row.machine_id)?.name ?? null }))
+      }),
 
     machineSize: (organizationId: string, machineId: string) =>
       Effect.flatMap(machines.findIn(organizationId, machineId), (found) =>
@@ -373,10 +377,19 @@ const make = Effect.gen(function*() {
     usageThisMonthByMember: (organizationId: string) =>
       Effect.gen(function*() {
         const { since, until } = monthBounds(yield* Clock.currentTimeMillis)
-        const rows = yield* repo.usageByCreator(organizationId, since, until)
-        return new Map(
-          rows.map((row) => [row.user_id, { cost_micros: Number(row.amount_micros), seconds: Number(row.seconds) }])
-        )
+        const rows = yield* repo.usageByMachineTotal(organizationId, since, until)
+        const machinesOf = yield* machines.namesAndCreators(rows.map((row) => row.machine_id))
+        const byMember = new Map<string, { cost_micros: number; seconds: number }>()
+        for (const row of rows) {
+          const creator = machinesOf.get(row.machine_id)?.created_by
+          if (creator === undefined) continue
+          const sum = byMember.get(creator) ?? { cost_micros: 0, seconds: 0 }
+          byMember.set(creator, {
+            cost_micros: sum.cost_micros + Number(row.amount_micros),
+            seconds: sum.seconds + Number(row.seconds)
+          })
+        }
+        return byMember
       }),
 
     /** What the credit balance may still pay this month (for the DTO). */

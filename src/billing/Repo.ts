@@ -175,10 +175,13 @@ const make = Effect.gen(function*() {
         warnUntil,
         now
       ),
-    exhaustedWithRunning: () =>
-      db.all<{ organization_id: string }>(
-        `SELECT a.organization_id FROM billing_accounts a WHERE a.exhausted_since IS NOT NULL AND EXISTS
-          (SELECT 1 FROM machines m WHERE m.organization_id = a.organization_id AND m.projected_state = 'running')`
+    /** The organizations whose balance ran out (the worker stops what they still run). */
+    exhausted: () =>
+      Effect.map(
+        db.all<{ organization_id: string }>(
+          "SELECT organization_id FROM billing_accounts WHERE exhausted_since IS NOT NULL"
+        ),
+        (rows) => rows.map((row) => row.organization_id)
       ),
     /** Which of these organizations have an account. */
     withAccount: (organizationIds: ReadonlyArray<string>) =>
@@ -195,26 +198,26 @@ const make = Effect.gen(function*() {
         ),
         (pages) => pages.flat().map((row) => row.organization_id)
       ),
-    /** Per machine of the organization, usage of the hours that start in [since, until). */
+    /** Per machine of the organization, usage of the hours that start in [since, until) (names: Billing's). */
     usageByMachine: (organizationId: string, since: number, until: number, machineId: string | null) =>
-      db.all<UsageSum>(
-        `SELECT u.machine_id, m.name, u.size, SUM(u.seconds) AS seconds, SUM(u.amount_micros) AS amount_micros
-          FROM billing_usage_hours u LEFT JOIN machines m ON m.id = u.machine_id
-          WHERE u.organization_id = ? AND u.hour_start >= ? AND u.hour_start < ? AND (? IS NULL OR u.machine_id = ?)
-          GROUP BY u.machine_id, m.name, u.size ORDER BY u.machine_id`,
+      db.all<Omit<UsageSum, "name">>(
+        `SELECT machine_id, size, SUM(seconds) AS seconds, SUM(amount_micros) AS amount_micros
+          FROM billing_usage_hours
+          WHERE organization_id = ? AND hour_start >= ? AND hour_start < ? AND (? IS NULL OR machine_id = ?)
+          GROUP BY machine_id, size ORDER BY machine_id`,
         organizationId,
         since,
         until,
         machineId,
         machineId
       ),
-    /** Per creator of the organization's machines, usage of the hours that start in [since, until). */
-    usageByCreator: (organizationId: string, since: number, until: number) =>
-      db.all<{ user_id: string; seconds: number; amount_micros: number }>(
-        `SELECT m.created_by AS user_id, SUM(u.seconds) AS seconds, SUM(u.amount_micros) AS amount_micros
-          FROM billing_usage_hours u JOIN machines m ON m.id = u.machine_id
-          WHERE u.organization_id = ? AND u.hour_start >= ? AND u.hour_start < ?
-          GROUP BY m.created_by`,
+    /** Per machine of the organization, usage of the hours that start in [since, until), all sizes. */
+    usageByMachineTotal: (organizationId: string, since: number, until: number) =>
+      db.all<{ machine_id: string; seconds: number; amount_micros: number }>(
+        `SELECT machine_id, SUM(seconds) AS seconds, SUM(amount_micros) AS amount_micros
+          FROM billing_usage_hours
+          WHERE organization_id = ? AND hour_start >= ? AND hour_start < ?
+          GROUP BY machine_id`,
         organizationId,
         since,
         until

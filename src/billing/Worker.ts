@@ -39,8 +39,9 @@ const make = Effect.gen(function*() {
   const tick = Effect.gen(function*() {
     const metered = yield* meter.run()
     const ruled = yield* billing.applyDueRules
-    const still = yield* repo.exhaustedWithRunning()
-    yield* stopExhausted([...metered.exhausted, ...ruled, ...still.map((row) => row.organization_id)])
+    const exhausted = new Set(yield* repo.exhausted())
+    const still = (yield* machines.organizationsRunning).filter((organizationId) => exhausted.has(organizationId))
+    yield* stopExhausted([...metered.exhausted, ...ruled, ...still])
     yield* purchases.refillDue
     return metered.machines
   })

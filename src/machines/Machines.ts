@@ -370,6 +370,8 @@ const make = Effect.gen(function*() {
     ...service,
     /** Live machines that use the environment, with the version each is on. */
     usingEnvironment: machines.usingEnvironment,
+    /** The organizations with a machine that runs or will (billing stops those of exhausted ones). */
+    organizationsRunning: machines.organizationsRunning,
     /**
      * Force-stops every machine of the organization that is or will be running, with `reason`
      * (billing, suspension, abuse): what each had queued is cancelled, its execs and turns end. The

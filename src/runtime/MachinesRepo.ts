@@ -89,6 +89,21 @@ const make = Effect.gen(function*() {
       sql<MachineRow>`SELECT * FROM machines WHERE organization_id = ${organizationId}
         AND projected_state = 'running' ORDER BY id`.pipe(Effect.orDie),
     /** How many machines are in each state (for /metrics). */
+    /** Name and creator of each of these machines, by id (billing's usage lists ask). */
+    namesAndCreators: (ids: ReadonlyArray<string>) =>
+      ids.length === 0
+        ? Effect.succeed(new Map<string, { readonly name: string; readonly created_by: string }>())
+        : sql<{ id: string; name: string; created_by: string }>`SELECT id, name, created_by FROM machines
+            WHERE ${sql.in("id", ids)}`.pipe(
+          Effect.map((rows) => new Map(rows.map((row) => [row.id, { name: row.name, created_by: row.created_by }]))),
+          Effect.orDie
+        ),
+    /** The organizations with a machine that runs or will once accepted operations have run. */
+    organizationsRunning: sql<{ organization_id: string }>`SELECT DISTINCT organization_id FROM machines
+      WHERE projected_state = 'running'`.pipe(
+      Effect.map((rows) => rows.map((row) => row.organization_id)),
+      Effect.orDie
+    ),
     /** Live machines that use the environment, with the version each is on (the environments area asks). */
     usingEnvironment: (environmentId: string) =>
       sql<{ id: string; environment_version: number | null }>`SELECT id, environment_version FROM machines
