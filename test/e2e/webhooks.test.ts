@@ -145,10 +145,14 @@ describe("webhooks", () => {
       yield* api("PATCH", `/v1/webhooks/${hook}`, { json: { enabled: false } })
       const stop = yield* api("POST", `/v1/machines/${create.body.machine_id}/stop`, { json: {} })
       assert.strictEqual((yield* settled(api, stop.body.operation_id)).status, "succeeded")
-      yield* Effect.sleep("300 millis")
+      // Both deliveries of the stop are queued (the idle signal: no pause); none went out.
+      yield* eventually(
+        Effect.map(
+          api("GET", `/v1/webhooks/${hook}/deliveries`),
+          (reply) => reply.body.items.filter((d: any) => d.status === "pending").length === 2 || undefined
+        )
+      )
       assert.strictEqual(receiver.received.length, 3)
-      const queued = (yield* api("GET", `/v1/webhooks/${hook}/deliveries`)).body.items
-      assert.strictEqual(queued.filter((d: any) => d.status === "pending").length, 2)
       const rotated = yield* api("POST", `/v1/webhooks/${hook}/rotate-secret`)
       yield* api("PATCH", `/v1/webhooks/${hook}`, { json: { enabled: true } })
       yield* eventually(Effect.sync(() => receiver.received.length >= 5 ? true : undefined))
