@@ -6,7 +6,6 @@
 import { HttpServer } from "@effect/platform"
 import { Context, Effect, Layer, Option } from "effect"
 import * as NodeFs from "node:fs"
-import * as NodeNet from "node:net"
 import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
 import { ServicesLive, servicesWith } from "../../src/App.js"
@@ -27,6 +26,7 @@ import { DomainEvents } from "../../src/kernel/events/DomainEvents.js"
 import { readOutbox } from "../../src/kernel/mail/Outbox.js"
 import { PortTokens } from "../../src/ports/PortTokens.js"
 import { client } from "./Http.js"
+import { testPostgresUrl } from "./Postgres.js"
 
 /**
  * Removes a folder that a process the test started may still write in for a moment after the scope
@@ -51,13 +51,9 @@ export const tempDir = Effect.acquireRelease(
   (dir) => Effect.sync(() => removeAll(dir))
 )
 
-export const freePort = Effect.async<number>((resume) => {
-  const server = NodeNet.createServer()
-  server.listen(0, "127.0.0.1", () => {
-    const port = (server.address() as NodeNet.AddressInfo).port
-    server.close(() => resume(Effect.succeed(port)))
-  })
-})
+import { freePort } from "./FreePort.js"
+
+export { freePort }
 
 export const testConfig = (dataDir: string, port: number, overrides: Partial<AppConfigShape> = {}): AppConfigShape => ({
   host: "127.0.0.1",
@@ -66,6 +62,7 @@ export const testConfig = (dataDir: string, port: number, overrides: Partial<App
   uiUrl: `http://127.0.0.1:${port}`,
   dataDir,
   databaseFile: NodePath.join(dataDir, "svc.db"),
+  postgresUrl: testPostgresUrl(),
   // What users run (docs/drivers.md); a test on the process driver says why at its opt-out.
   runtime: "sandbox",
   operatorToken: Option.none(),

@@ -54,6 +54,11 @@ export interface AppConfigShape {
   readonly uiUrl: string
   readonly dataDir: string
   readonly databaseFile: string
+  /**
+   * A PostgreSQL database instead of the file (extensions.md §21). Set by tests only until
+   * `SVC_DATABASE_URL=postgres://...` is accepted (docs/architecture.md, "PostgreSQL").
+   */
+  readonly postgresUrl?: string | undefined
   readonly runtime: Runtime
   readonly operatorToken: Option.Option<Redacted.Redacted<string>>
   readonly secretKeys: SecretKeysSetting

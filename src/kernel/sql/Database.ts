@@ -13,9 +13,13 @@ import { AppConfig } from "../config/AppConfig.js"
 import { makeFolders } from "../Folders.js"
 import { privateDatabaseFile } from "./FileModes.js"
 import { applyMissing, loader } from "./Migrations.js"
+import * as PostgresDatabase from "./PostgresDatabase.js"
 import * as Sqlite from "./Sqlite.js"
 
 const migrate = Effect.zipRight(applyMissing(), Migrator.make({})({ loader }))
+
+/** Nodes starting together over one PostgreSQL: one applies the migrations, the others wait. */
+const migrateOnce = PostgresDatabase.withAdvisoryLock("svc migrations")(migrate)
 
 const pragmas = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
@@ -56,7 +60,27 @@ export const layerFile = (filename: string) =>
     )
   )
 
+/** A migrated PostgreSQL database (`SVC_DATABASE_URL=postgres://...`). */
+export const layerPostgres = (url: string) =>
+  Layer.effectDiscard(migrateOnce).pipe(
+    Layer.provideMerge(PostgresDatabase.layer(url)),
+    Layer.orDie,
+    Layer.catchAllCause((cause) =>
+      Cause.isInterruptedOnly(cause) ? Layer.failCause(cause) : Layer.die(
+        new DatabaseUnusable({ file: redactedUrl(url), reason: firstLine(Cause.squash(cause)) })
+      )
+    )
+  )
+
+/** The URL without its password, for messages. */
+const redactedUrl = (url: string) => url.replace(/\/\/([^:@/]+):[^@/]*@/, "//$1:***@")
+
 const firstLine = (error: unknown) => (error instanceof Error ? error.message : String(error)).split("\n")[0]!
 
 /** The database named by the configuration. */
-export const layer = Layer.unwrapEffect(Effect.map(AppConfig, (config) => layerFile(config.databaseFile)))
+export const layer = Layer.unwrapEffect(
+  Effect.map(
+    AppConfig,
+    (config) => config.postgresUrl ? layerPostgres(config.postgresUrl) : layerFile(config.databaseFile)
+  )
+)

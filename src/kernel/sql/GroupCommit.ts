@@ -58,6 +58,8 @@ export class GroupCommit extends Context.Tag("svc/persistence/GroupCommit")<Grou
   static readonly layer = Layer.scoped(
     GroupCommit,
     Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      if (sql.onDialectOrElse({ pg: () => true, orElse: () => false })) return yield* perJob
       const prepared = yield* Prepared
       const durability = yield* Durability
       // The jobs waiting for the next batch, and the committer's wake-up while it waits for one.
@@ -171,3 +173,27 @@ export class GroupCommit extends Context.Tag("svc/persistence/GroupCommit")<Grou
     })
   )
 }
+
+/**
+ * PostgreSQL's: each job its own transaction (taken one at a time per node: PostgresDatabase.ts),
+ * durable when it answers; `committed` runs after the commit, uninterruptibly with it, so an
+ * accepted operation's actor is always woken.
+ */
+const perJob = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const prepared = yield* Prepared
+  const run = <A, E>(
+    job: Effect.Effect<A, E, SqlClient.SqlClient>,
+    committed?: (value: A) => Effect.Effect<void>
+  ): Effect.Effect<A, E> =>
+    Effect.uninterruptibleMask((restore) =>
+      Effect.tap(
+        restore(prepared.transaction(Effect.provideService(job, SqlClient.SqlClient, sql))),
+        (value) =>
+          committed === undefined ? Effect.void : committed(value).pipe(
+            Effect.catchAllCause((cause) => Effect.logError("after a commit", cause))
+          )
+      )
+    )
+  return { transaction: run, applied: run } satisfies GroupCommitShape
+})

@@ -9,6 +9,7 @@ import { Effect } from "effect"
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
 import { fileURLToPath } from "node:url"
+import { ddlForPostgres } from "./Dialect.js"
 
 /** `schema/migrations` of the checkout or package: the first one up from this module (source or bundle). */
 const findMigrations = (from: string): string => {
@@ -38,8 +39,9 @@ export const statementsOf = (text: string): ReadonlyArray<string> =>
 const migration = (text: string) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
+    const dialect = sql.onDialectOrElse({ pg: () => ddlForPostgres, orElse: () => (statement: string) => statement })
     for (const statement of statementsOf(text)) {
-      yield* sql.unsafe(statement)
+      yield* sql.unsafe(dialect(statement))
     }
   })
 
@@ -63,8 +65,10 @@ export const loader: Migrator.Loader = Effect.sync(() =>
 export const applyMissing = (migrations: Migrator.Loader = loader, table = "effect_sql_migrations") =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const exists = yield* sql<{ n: number }>`SELECT COUNT(*) AS n FROM sqlite_master
-      WHERE type = 'table' AND name = ${table}`
+    const exists = yield* sql.onDialectOrElse({
+      pg: () => sql<{ n: number }>`SELECT COUNT(*) AS n FROM information_schema.tables WHERE table_name = ${table}`,
+      orElse: () => sql<{ n: number }>`SELECT COUNT(*) AS n FROM sqlite_master WHERE type = 'table' AND name = ${table}`
+    })
     if (Number(exists[0]?.n ?? 0) === 0) return []
     const applied = new Set(
       (yield* sql<{ migration_id: number }>`SELECT migration_id FROM ${sql(table)}`).map((row) => row.migration_id)
