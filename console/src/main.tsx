@@ -4,6 +4,7 @@
  * bare `{ui_url}/` shows the active organization's machines.
  */
 import { render } from "preact"
+import { lazy, Suspense } from "preact/compat"
 import { call, get, post, uiUrl, useOrganization } from "./api.js"
 import { useLoad } from "./hooks.js"
 import { abilitiesOf } from "./roles.js"
@@ -11,16 +12,21 @@ import { href, useRoute } from "./route.js"
 import "./style.css"
 import type { Me } from "./types.js"
 import { ErrorLine } from "./ui.js"
-import { ModelsView } from "./views/Agents.js"
-import { BillingView } from "./views/Billing.js"
-import { EnvironmentsView } from "./views/Environments.js"
-import { KeysView } from "./views/Keys.js"
-import { MachineView } from "./views/Machine.js"
 import { MachinesView } from "./views/Machines.js"
-import { MembersView } from "./views/Members.js"
-import { SettingsView } from "./views/Settings.js"
-import { TemplatesView } from "./views/Snapshots.js"
-import { WebhooksView } from "./views/Webhooks.js"
+
+/**
+ * The machines' list is the first page and in the entry; every other view is a chunk of its own,
+ * fetched when first shown (as the terminal is), so the first page loads only what it shows.
+ */
+const ModelsView = lazy(() => import("./views/Agents.js").then((module) => module.ModelsView))
+const BillingView = lazy(() => import("./views/Billing.js").then((module) => module.BillingView))
+const EnvironmentsView = lazy(() => import("./views/Environments.js").then((module) => module.EnvironmentsView))
+const KeysView = lazy(() => import("./views/Keys.js").then((module) => module.KeysView))
+const MachineView = lazy(() => import("./views/Machine.js").then((module) => module.MachineView))
+const MembersView = lazy(() => import("./views/Members.js").then((module) => module.MembersView))
+const SettingsView = lazy(() => import("./views/Settings.js").then((module) => module.SettingsView))
+const TemplatesView = lazy(() => import("./views/Snapshots.js").then((module) => module.TemplatesView))
+const WebhooksView = lazy(() => import("./views/Webhooks.js").then((module) => module.WebhooksView))
 
 /** The header's sections, in order: the hash's first part and the link's words. */
 const sections: ReadonlyArray<readonly [string, string]> = [
@@ -98,7 +104,11 @@ const App = () => {
               <p>You belong to no organization. Accept an invitation from its owner to join one.</p>
             </section>
           )
-          : <View membership={membership} me={me.data} path={route.path} />}
+          : (
+            <Suspense fallback={<p aria-busy="true" class="muted">Loading…</p>}>
+              <View membership={membership} me={me.data} path={route.path} />
+            </Suspense>
+          )}
       </main>
     </>
   )
