@@ -1,5 +1,5 @@
 /**
- * svc as a library: the typed client of a running svc, derived from the same `HttpApi` definition
+ * svc as a library: the typed client of a running svc (as Promises: `createClient`; as Effects: `makeClient`), derived from the same `HttpApi` definition
  * the server implements. It loads none of the server (no SQLite, no drivers); the service itself, to
  * embed as a layer, is `svc/server` (src/server.ts).
  *
@@ -32,5 +32,13 @@ export {
   type WaitOptions,
   WaitTimeout
 } from "./client/Client.js"
+export {
+  createClient,
+  type CreateClientOptions,
+  type PromiseClient,
+  type PromiseRoutes,
+  type WaitFor
+} from "./client/Promise.js"
 export { defaultRetryPolicy, type RetryPolicy } from "./client/Retry.js"
+export { type ServerEvent, StreamError } from "./client/ServerEvents.js"
 export * as Errors from "./kernel/http/Errors.js"

@@ -17,7 +17,7 @@ import {
   PaymentMethodMissing,
   SubscriptionMissing
 } from "./Errors.js"
-import { ledgerKinds } from "./Repo.js"
+import { ledgerKinds } from "./LedgerKinds.js"
 
 const Micros = Schema.Int
 /** Amounts a caller sets: whole micros, at most 10^12 (a million dollars). */

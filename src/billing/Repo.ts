@@ -5,17 +5,8 @@ import { Prepared } from "../kernel/sql/Sqlite.js"
 
 export type BalanceName = "trial" | "plan" | "credit"
 
-export const ledgerKinds = [
-  "trial_grant",
-  "trial_forfeit",
-  "usage",
-  "credit_purchase",
-  "credit_grant",
-  "refill",
-  "plan_allowance",
-  "plan_expiry"
-] as const
-export type LedgerKind = typeof ledgerKinds[number]
+import type { LedgerKind } from "./LedgerKinds.js"
+export { type LedgerKind, ledgerKinds } from "./LedgerKinds.js"
 
 export interface AccountRow {
   readonly organization_id: string

@@ -5,31 +5,9 @@
  * `Last-Event-ID` (a read, retried like the client's reads: five times, backing off).
  */
 import { Effect, Stream } from "effect"
+import { parseEvent, type ServerEvent } from "../client/ServerEvents.js"
 import { type Connection, routePath } from "./Connect.js"
 import { ApiProblem, CommandFailed } from "./Failure.js"
-
-export interface ServerEvent {
-  readonly id: string | undefined
-  readonly event: string
-  readonly data: string
-}
-
-/** Splits SSE text into events (blank-line separated `field: value` lines; comments ignored). */
-const parseEvent = (block: string): ServerEvent | undefined => {
-  let id: string | undefined
-  let event = "message"
-  const data: Array<string> = []
-  for (const line of block.split("\n")) {
-    if (line === "" || line.startsWith(":")) continue
-    const colon = line.indexOf(":")
-    const field = colon === -1 ? line : line.slice(0, colon)
-    const value = colon === -1 ? "" : line.slice(colon + 1).replace(/^ /, "")
-    if (field === "id") id = value
-    else if (field === "event") event = value
-    else if (field === "data") data.push(value)
-  }
-  return data.length === 0 && id === undefined ? undefined : { id, event, data: data.join("\n") }
-}
 
 /**
  * The events of `path` until the server ends the stream; reconnects after a dropped connection
