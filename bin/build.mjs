@@ -18,7 +18,12 @@ import { buildConsole } from "../console/build.mjs"
 import { fetchNode, isLts, pinnedLines, prepare } from "./node-lines.mjs"
 
 const library = process.argv.includes("--library")
-if (library) NodeFs.rmSync("dist", { recursive: true, force: true })
+// The single executables (dist/svc-linux-*, built by --single, not by this) are kept.
+if (library && NodeFs.existsSync("dist")) {
+  for (const entry of NodeFs.readdirSync("dist")) {
+    if (!entry.startsWith("svc-linux-")) NodeFs.rmSync(NodePath.join("dist", entry), { recursive: true, force: true })
+  }
+}
 
 /**
  * Node's own heap settings, and two malloc arenas. V8 returns what a burst left behind once the
@@ -32,7 +37,8 @@ const launcher = `#!/bin/sh
 # svc as npm start runs it (written by bin/build.mjs).
 export MALLOC_ARENA_MAX="\${MALLOC_ARENA_MAX:-2}"
 # SVC_NODE_FLAGS: node flags, e.g. "--max-semi-space-size=2 --heap-growing-percent=10" for a lower peak.
-exec node \${SVC_NODE_FLAGS:-} "$(dirname "$0")/cli/svc.mjs" "$@"
+# Through a symlink on PATH too: the bundle is found beside the launcher's real file.
+exec node \${SVC_NODE_FLAGS:-} "$(dirname "$(readlink -f "$0")")/cli/svc.mjs" "$@"
 `
 
 /** The Perl and shell programs under src/drivers, by path: src/drivers/Embedded.ts reads them from here in the bundle. */
@@ -88,7 +94,8 @@ if (library) {
  * build, so installs get a maintained runtime. A CommonJS main is what every line's executable runs,
  * so the bundle is built again as CommonJS; the
  * migrations and the driver programs are embedded as text, and better-sqlite3's native addon as an
- * asset, written once to a cache folder (named by its hash) and loaded with process.dlopen.
+ * asset, written once to a cache folder (named by its hash; src/kernel/sql/NativeAddon.ts) and
+ * loaded with process.dlopen.
  */
 async function buildSingle() {
   const migrations = Object.fromEntries(
@@ -117,23 +124,12 @@ async function buildSingle() {
         loader: "js",
         contents: "throw Object.assign(new Error('node:sqlite is absent'), { code: 'ERR_UNKNOWN_BUILTIN_MODULE' })"
       }))
+      // Written to a cache folder and loaded from there (src/kernel/sql/NativeAddon.ts says which folder).
       build.onLoad({ filter: /.*/, namespace: "svc-addon" }, () => ({
         loader: "js",
-        contents: `
-          const fs = require("node:fs"), os = require("node:os"), path = require("node:path")
-          module.exports = (name) => {
-            const dir = path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir() || os.tmpdir(), ".cache"), "svc", "${addonHash}")
-            const file = path.join(dir, name)
-            if (!fs.existsSync(file)) {
-              fs.mkdirSync(dir, { recursive: true, mode: 0o700 })
-              const partial = file + "." + process.pid
-              fs.writeFileSync(partial, new Uint8Array(require("node:sea").getRawAsset(name)), { mode: 0o500 })
-              fs.renameSync(partial, file)
-            }
-            const module = { exports: {} }
-            process.dlopen(module, file)
-            return module.exports
-          }`
+        resolveDir: NodePath.resolve("src/kernel/sql"),
+        contents: `module.exports = require("./NativeAddon.ts")
+          .addonLoader("${addonHash}", (name) => require("node:sea").getRawAsset(name))`
       }))
     }
   }

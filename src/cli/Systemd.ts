@@ -44,6 +44,8 @@ LimitNOFILE=1048576
 ProtectSystem=full
 ProtectHome=read-only
 ReadWritePaths=${settings.dataDir}
+# The single executable's SQLite addon is written here ($CACHE_DIRECTORY), else under the data dir.
+CacheDirectory=svc
 
 [Install]
 WantedBy=multi-user.target

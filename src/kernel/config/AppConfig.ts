@@ -10,6 +10,7 @@ import * as NodePath from "node:path"
 import { fileURLToPath } from "node:url"
 import { parseCidr } from "../domain/Cidr.js"
 import { portsUrlProblem } from "../domain/Ports.js"
+import { useDataDir } from "../sql/NativeAddon.js"
 import { certificatesIn } from "../tls/Certificates.js"
 import {
   limitsSetting,
@@ -307,6 +308,8 @@ const load = Effect.gen(function*() {
     Option.getOrElse(() => baseUrl)
   )
   const dataDir = NodePath.resolve(yield* Config.string("SVC_DATA_DIR").pipe(Config.withDefault(defaultDataDir())))
+  // The single executable's SQLite addon is cached under it (a home folder may be read-only).
+  useDataDir(dataDir)
   return AppConfig.of({
     host,
     port,
