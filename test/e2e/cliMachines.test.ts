@@ -204,5 +204,5 @@ describe("svc CLI: machines and operations", () => {
       }
       const bash = (yield* cli.run(["--completions", "bash"])).stdout
       assert.include(bash, "complete -F _svc_bash_completions")
-    }).pipe(Effect.scoped), 60_000)
+    }).pipe(Effect.scoped), 180_000)
 })
