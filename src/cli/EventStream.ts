@@ -5,72 +5,30 @@
  * `Last-Event-ID` (a read, retried like the client's reads: five times, backing off).
  */
 import { Effect, Stream } from "effect"
-import { parseEvent, type ServerEvent } from "../client/ServerEvents.js"
+import { readEvents, type ServerEvent, StreamError } from "../client/ServerEvents.js"
 import { type Connection, routePath } from "./Connect.js"
 import { ApiProblem, CommandFailed } from "./Failure.js"
 
 /**
  * The events of `path` until the server ends the stream; reconnects after a dropped connection
- * from the last event id seen. An error answer (404, 401) fails with its problem body.
+ * from the last event id seen (the Promise client's reader, src/client/ServerEvents.ts). An error
+ * answer (404, 401) fails with its problem body; a server it cannot reach, with a sentence.
  */
 export const follow = (connection: Connection, path: string): Stream.Stream<ServerEvent, ApiProblem | CommandFailed> =>
-  Stream.asyncPush<ServerEvent, ApiProblem | CommandFailed>((emit) =>
-    Effect.acquireRelease(
-      Effect.sync(() => {
-        const abort = new AbortController()
-        const run = async () => {
-          let lastId: string | undefined
-          let failures = 0
-          while (true) {
-            try {
-              const response = await fetch(connection.url + path, {
-                signal: abort.signal,
-                headers: {
-                  accept: "text/event-stream",
-                  authorization: `Bearer ${connection.apiKey}`,
-                  ...(lastId === undefined ? {} : { "last-event-id": lastId })
-                }
-              })
-              if (response.status !== 200) {
-                const body = await response.json().catch(() => undefined)
-                if ([408, 429, 502, 503, 504].includes(response.status) && failures++ < 5) {
-                  await pause(failures)
-                  continue
-                }
-                return emit.fail(ApiProblem.fromAnswer(response.status, body))
-              }
-              const decoder = new TextDecoder()
-              let buffer = ""
-              for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
-                buffer += decoder.decode(chunk, { stream: true }).replace(/\r\n?/g, "\n")
-                let end: number
-                while ((end = buffer.indexOf("\n\n")) !== -1) {
-                  const event = parseEvent(buffer.slice(0, end))
-                  buffer = buffer.slice(end + 2)
-                  if (event === undefined) continue
-                  if (event.id !== undefined) lastId = event.id
-                  failures = 0
-                  emit.single(event)
-                }
-              }
-              return emit.end()
-            } catch (error) {
-              if (abort.signal.aborted) return
-              if (failures++ >= 5) {
-                return emit.fail(new CommandFailed({ message: `cannot reach ${connection.url}: ${String(error)}` }))
-              }
-              await pause(failures)
-            }
-          }
-        }
-        void run()
-        return abort
-      }),
-      (abort) => Effect.sync(() => abort.abort())
+  Stream.unwrapScoped(
+    Effect.map(
+      // Aborted when the stream ends early, so a pending fetch does not wait for the next event.
+      Effect.acquireRelease(Effect.sync(() => new AbortController()), (abort) => Effect.sync(() => abort.abort())),
+      (abort) =>
+        Stream.fromAsyncIterable(
+          readEvents(connection.url + path, { authorization: `Bearer ${connection.apiKey}` }, { signal: abort.signal }),
+          (error) =>
+            error instanceof StreamError
+              ? ApiProblem.fromAnswer(error.status, error.body)
+              : new CommandFailed({ message: `cannot reach ${connection.url}: ${String(error)}` })
+        )
     )
   )
-
-const pause = (failures: number) => new Promise((resolve) => setTimeout(resolve, Math.min(10_000, 500 * 2 ** failures)))
 
 /** An operation's `output` event (an exec's bytes) written to this process's stdout or stderr as it came. */
 export const writeOutput = (data: string) =>

@@ -191,18 +191,5 @@ describe("svc CLI: machines and operations", () => {
       }),
     120_000
   )
-
-  it.effect("shell completion scripts for bash and zsh name the commands", () =>
-    Effect.gen(function*() {
-      const cli = yield* cliFor("http://127.0.0.1:1", undefined)
-      for (const shell of ["bash", "zsh"]) {
-        const script = yield* cli.run(["--completions", shell])
-        assert.strictEqual(script.code, 0, script.stderr)
-        for (const word of ["machines", "ops", "files", "agent", "snapshots", "templates", "login", "logout"]) {
-          assert.include(script.stdout, word, `${shell}: ${word}`)
-        }
-      }
-      const bash = (yield* cli.run(["--completions", "bash"])).stdout
-      assert.include(bash, "complete -F _svc_bash_completions")
-    }).pipe(Effect.scoped), 180_000)
+  // Shell completion (`svc completion bash|zsh|fish`, run through a real bash): test/e2e/cliHelp.test.ts.
 })
