@@ -10,8 +10,8 @@ import * as NodeFs from "node:fs"
 import { defineConfig } from "vitest/config"
 import base from "./vitest.config.js"
 
-/** Folders of test/ that run on npm's Node only. */
-const npmNodeOnly = ["e2e", "pages", "support"]
+/** Folders of test/ that run on npm's Node only (the console's are page tests in Chromium too). */
+const npmNodeOnly = ["e2e", "pages", "console", "support"]
 
 export const endToEndOnEveryLine = [
   "cli", // `svc serve` and `svc admin` as separate processes: start, bootstrap, refusals
