@@ -64,8 +64,17 @@ const scriptedServer = (answers: ReadonlyArray<Answer>) =>
       })
   )
 
-/** A moment of real time, for the server to receive what the client would send. */
-const settle = Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 50)))
+/** A few milliseconds of real time, between two looks at an idle signal. */
+const glance = Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 5)))
+
+/**
+ * The idle signal of a fiber on the TestClock: waits (in real time) until it sleeps on the clock or has
+ * ended. An adjust takes the sleeps it wakes off the list, so a sleep on it afterwards is a new one.
+ */
+const pausedOrDone = (fiber: Fiber.RuntimeFiber<unknown, unknown>) =>
+  Effect.gen(function*() {
+    while (Chunk.isEmpty(yield* TestClock.sleeps()) && fiber.unsafePoll() === null) yield* glance
+  })
 
 /**
  * The idle signal: waits (in real time) until a fiber sleeps on the TestClock until `at` ms, i.e. the
@@ -73,9 +82,7 @@ const settle = Effect.promise(() => new Promise((resolve) => setTimeout(resolve,
  */
 const asleepUntil = (at: number) =>
   Effect.gen(function*() {
-    while (!Chunk.contains(yield* TestClock.sleeps(), at)) {
-      yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 5)))
-    }
+    while (!Chunk.contains(yield* TestClock.sleeps(), at)) yield* glance
   })
 
 const send = (url: string, method: "GET" | "POST" | "DELETE") =>
@@ -170,8 +177,8 @@ describe("client retries", () => {
         )
       )
       // The notice comes before the wait: once it is heard, the wait is on the TestClock.
-      while (notices.length === 0) yield* settle
-      yield* settle
+      yield* pausedOrDone(call)
+      assert.strictEqual(notices.length, 1, "the notice comes before the wait")
       yield* TestClock.adjust("1 second")
       const error = yield* Effect.flip(Fiber.join(call))
       assert.strictEqual(error._tag, "RequestError")
@@ -189,7 +196,7 @@ describe("client retries", () => {
         ).pipe(Effect.provide(FetchHttpClient.layer))
       )
       yield* Effect.promise(() => busy.next(1))
-      yield* settle
+      yield* pausedOrDone(answered)
       yield* TestClock.adjust("1 second")
       assert.strictEqual((yield* Fiber.join(answered)).status, 200)
       assert.include(told[0]!, { reason: "the server answered 503", retry: 1, retries: 5 })
@@ -292,11 +299,11 @@ describe("waitOperation", () => {
       yield* Effect.promise(() => server.next(1))
       yield* TestClock.adjust("599 seconds")
       yield* Effect.promise(() => server.next(2))
-      yield* settle
+      yield* pausedOrDone(wait)
       assert.isNull(wait.unsafePoll(), "still waiting a second before the 10 minutes")
       for (let i = 0; i < 5 && wait.unsafePoll() === null; i++) {
         yield* TestClock.adjust("1 second")
-        yield* settle
+        yield* pausedOrDone(wait)
       }
       const error = yield* Fiber.join(wait)
       assert.strictEqual(error._tag, "WaitTimeout")

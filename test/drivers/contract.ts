@@ -5,6 +5,7 @@
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Fiber, Layer, Logger, LogLevel, Schedule } from "effect"
+import * as NodeChildProcess from "node:child_process"
 import * as NodeFs from "node:fs"
 import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
@@ -102,6 +103,26 @@ export const tempDataDir = (name: string, makeLayer: MakeDriverLayer) => {
 
 /** The driver without its start-up warnings (tested where they matter). */
 export const quiet = <A, E>(layer: Layer.Layer<A, E>) => Layer.provide(layer, Logger.minimumLogLevel(LogLevel.Error))
+
+/**
+ * The idle signal for "nothing ran": the machine's writer loop, run on the host, writes `rounds`
+ * lines. A frozen loop had as many chances to write and took none; a count of rounds, not a pause,
+ * so a loaded host slows both sides alike.
+ */
+const hostLoopRuns = (rounds: number) =>
+  Effect.acquireUseRelease(
+    Effect.sync(() => {
+      const file = NodePath.join(NodeOs.tmpdir(), `svc-witness-${freshId()}`)
+      const loop = `while true; do echo x >> '${file}'; sleep 0.01; done`
+      return { file, child: NodeChildProcess.spawn("/bin/sh", ["-c", loop], { stdio: "ignore" }) }
+    }),
+    ({ file }) => until(Effect.sync(() => NodeFs.existsSync(file) && NodeFs.statSync(file).size >= 2 * rounds)),
+    ({ child, file }) =>
+      Effect.sync(() => {
+        child.kill("SIGKILL")
+        NodeFs.rmSync(file, { force: true })
+      })
+  )
 
 /** Looks again every 20 ms until `check` holds: real processes on a loaded host, no bound but the test's. */
 const until = <E, R>(check: Effect.Effect<boolean, E, R>) =>
@@ -418,7 +439,7 @@ export const driverContract = (name: string, makeLayer: MakeDriverLayer) =>
           yield* driver.freeze(id)
           yield* driver.freeze(id)
           const frozen = ticks()
-          yield* Effect.sleep("300 millis")
+          yield* hostLoopRuns(30)
           assert.strictEqual(ticks(), frozen, "nothing was written while frozen")
           yield* driver.thaw(id)
           yield* driver.thaw(id)
