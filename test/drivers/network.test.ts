@@ -9,7 +9,7 @@ import { Context, Effect, Layer, type Scope } from "effect"
 import * as NodeFs from "node:fs"
 import * as NodeHttp from "node:http"
 import * as NodePath from "node:path"
-import { procStat } from "../../src/drivers/HostProcess.js"
+import { procStat, waitFor } from "../../src/drivers/HostProcess.js"
 import { MachineDriver, type MachineDriverShape } from "../../src/drivers/MachineDriver.js"
 import * as Cgroups from "../../src/drivers/sandbox/Cgroups.js"
 import * as Network from "../../src/drivers/sandbox/Network.js"
@@ -253,7 +253,7 @@ describe("sandbox network", () => {
       const { bootId } = yield* driver.start(spec)
       const first = slirpOf(spec.id)!
       process.kill(first, "SIGKILL")
-      yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 100)))
+      assert.isTrue(yield* waitFor(() => ended(first), 10_000), "slirp4netns is gone")
       assert.match(yield* probe(driver, spec.id, outside.address, 80), /^unreachable/)
       // Another svc process on the same data dir: its driver's start-up sweep.
       const adopted = Context.get(yield* Layer.build(driverLayer()), MachineDriver)

@@ -53,8 +53,9 @@ describe("process driver", () => {
             id,
             sh("setsid sh -c 'echo $$ > escaped.pid; exec sleep 1000' >/dev/null 2>&1 < /dev/null &")
           )
-          yield* Effect.sleep("200 millis")
-          const pid = Number((yield* run(driver, id, ["cat", "escaped.pid"])).stdout)
+          // The escaped process writes its pid in the background: look until it has.
+          let pid = 0
+          while (!pid) pid = Number((yield* run(driver, id, sh("cat escaped.pid 2>/dev/null"))).stdout)
           assert.isTrue(alive(pid))
           yield* driver.stop(id, { force: false })
           assert.isFalse(alive(pid))
