@@ -8,7 +8,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Context, Effect, TestClock } from "effect"
 import { Machines } from "../../src/machines/Machines.js"
 import { Operations } from "../../src/operations/Operations.js"
-import { cancelGraceSeconds } from "../../src/runtime/MachineSupervisor.js"
+import { cancelGraceSeconds } from "../../src/runtime/Actors.js"
 import { owner, services, until } from "../support/Services.js"
 
 describe("cancel", () => {
