@@ -9,6 +9,7 @@ import { agents } from "./Agents.js"
 import { alerts } from "./Alerts.js"
 import { billing, usage } from "./Billing.js"
 import { completion } from "./Completion.js"
+import { doctor } from "./Doctor.js"
 import { environments } from "./Environments.js"
 import { files } from "./Files.js"
 import { keys } from "./Keys.js"
@@ -48,6 +49,7 @@ export const svc = Command.make("svc").pipe(
     billing,
     alerts,
     serve,
+    doctor,
     admin,
     agents,
     openapi,

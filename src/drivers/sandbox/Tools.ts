@@ -7,7 +7,7 @@ import { attempt } from "../MachineFiles.js"
 import type * as Network from "./Network.js"
 
 /** An executable on PATH, as an absolute path. */
-const which = (name: string) => {
+export const which = (name: string) => {
   for (const dir of hostPath.split(":")) {
     const path = NodePath.join(dir || ".", name)
     try {
@@ -27,6 +27,28 @@ export interface Tools extends Network.NetTools {
   readonly perl?: string | undefined
 }
 
+/**
+ * Perl for the spawner and launcher, as its real path when that is under /usr (machines see /usr,
+ * so the launcher runs in them by that path); undefined otherwise.
+ */
+export const usrPerl = (): string | undefined => {
+  const found = which("perl")
+  if (found === undefined) return undefined
+  const real = NodeFs.realpathSync(found)
+  return real.startsWith("/usr/") ? real : undefined
+}
+
+const why = (result: NodeChild.SpawnSyncReturns<string>) =>
+  result.status === 0 ? undefined : (result.stderr ?? "").trim() || String(result.error ?? `exit ${result.status}`)
+
+/** Why svc cannot make a network namespace (each machine's is made outside its user namespace), if it cannot. */
+export const refusedNetNamespace = (unshare: string, ip: string): string | undefined =>
+  why(NodeChild.spawnSync(unshare, ["--net", "--", ip, "link", "set", "lo", "up"], { encoding: "utf8" }))
+
+/** Why bwrap cannot make every namespace (user, mount, pid, net, ipc, uts, cgroup) here, if it cannot. */
+export const refusedNamespaces = (bwrap: string): string | undefined =>
+  why(NodeChild.spawnSync(bwrap, ["--unshare-all", "--ro-bind", "/", "/", "true"], { encoding: "utf8" }))
+
 /** Finds bwrap and nsenter, and checks that bwrap can make namespaces here; one clear line if not. */
 export const checkTools = attempt("sandbox driver", (): Tools => {
   const bwrap = which("bwrap")
@@ -37,7 +59,7 @@ export const checkTools = attempt("sandbox driver", (): Tools => {
   }
   const nsenter = which("nsenter")
   if (nsenter === undefined) throw new Error("nsenter not found: install util-linux")
-  const perl = which("perl")
+  const perl = usrPerl()
   const unshare = which("unshare")
   if (unshare === undefined) throw new Error("unshare not found: install util-linux")
   const ip = which("ip")
@@ -50,21 +72,14 @@ export const checkTools = attempt("sandbox driver", (): Tools => {
       "slirp4netns or nft not found: install slirp4netns and nftables (machines' internet access needs them)"
     )
   }
-  // Each machine's network namespace is made by svc, outside the machine's user namespace.
-  const netProbe = NodeChild.spawnSync(unshare, ["--net", "--", ip, "link", "set", "lo", "up"], { encoding: "utf8" })
-  if (netProbe.status !== 0) {
-    throw new Error(
-      `svc cannot make network namespaces here (run svc as root): ${
-        (netProbe.stderr ?? "").trim() || String(netProbe.error)
-      }`
-    )
+  const netRefused = refusedNetNamespace(unshare, ip)
+  if (netRefused !== undefined) {
+    throw new Error(`svc cannot make network namespaces here (run svc as root): ${netRefused}`)
   }
-  const probe = NodeChild.spawnSync(bwrap, ["--unshare-all", "--ro-bind", "/", "/", "true"], { encoding: "utf8" })
-  if (probe.status !== 0) {
+  const bwrapRefused = refusedNamespaces(bwrap)
+  if (bwrapRefused !== undefined) {
     throw new Error(
-      `bwrap cannot create namespaces here (run svc as root or allow user namespaces): ${
-        (probe.stderr ?? "").trim() || String(probe.error)
-      }`
+      `bwrap cannot create namespaces here (run svc as root or allow user namespaces): ${bwrapRefused}`
     )
   }
   return {
@@ -74,6 +89,6 @@ export const checkTools = attempt("sandbox driver", (): Tools => {
     ip,
     slirp4netns,
     nft,
-    perl: perl?.startsWith("/usr/") ? perl : undefined
+    perl
   }
 })

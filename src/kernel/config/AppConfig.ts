@@ -176,7 +176,8 @@ export class AppConfig extends Context.Tag("svc/AppConfig")<AppConfig, AppConfig
 /** A checkout runs its sources or its own bundle (dist/); an installed package lives in node_modules. */
 const runsFromCheckout = !fileURLToPath(import.meta.url).split(NodePath.sep).includes("node_modules")
 
-const defaultDataDir = () =>
+/** SVC_DATA_DIR when unset: `.svc-data` in a checkout, else the user's data folder. */
+export const defaultDataDir = () =>
   runsFromCheckout
     ? NodePath.resolve(".svc-data")
     : NodePath.join(process.env.XDG_DATA_HOME ?? NodePath.join(NodeOs.homedir(), ".local", "share"), "svc")
