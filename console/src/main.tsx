@@ -1,7 +1,8 @@
 /**
  * The console: who is signed in, the organization switcher, and the views of the organization
  * (machines, a machine, its terminal, API keys, members). The hash holds the place (route.ts); a
- * bare `{ui_url}/` shows the active organization's machines.
+ * bare `{ui_url}/` shows the active organization's machines. The pages outside an organization
+ * (pages/: sign-in, device, invitation, account) are served at their own paths.
  */
 import { render } from "preact"
 import { lazy, Suspense } from "preact/compat"
@@ -138,4 +139,11 @@ const View = (
   return <MachinesView organization={organization} can={can} />
 }
 
-render(<App />, document.getElementById("app")!)
+/**
+ * A page outside an organization (sign-in, device, invitation, account) comes with what svc knows
+ * of it in the document; its chunk is loaded instead of the organization's views.
+ */
+const app = document.getElementById("app")!
+const page = document.querySelector<HTMLMetaElement>("meta[name=\"svc-page\"]")?.content
+if (page === undefined || page === "") render(<App />, app)
+else void import("./pages/Pages.js").then((module) => module.renderPage(JSON.parse(page), app))

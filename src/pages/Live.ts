@@ -1,9 +1,9 @@
 /**
- * The pages svc serves at `{ui_url}` (src/pages/Kit.ts is their kit): one router entry per page,
- * outside the published API. A page reads its services here and renders with the kit; pages that
- * need a signed-in user send others to `/sign-in` with a `return_to` back. `{ui_url}/` is the
- * console (console/, docs/console.md), its files under `{ui_url}/assets/`; the account page that was
- * the home page is at `/account` until the console covers it.
+ * The pages svc serves at `{ui_url}`: all of them are the console (console/, docs/console.md), one
+ * document whose files are under `{ui_url}/assets/`. `/` shows an organization; `/sign-in`,
+ * `/device`, `/invitations/accept` and `/account` are pages outside an organization, for which the
+ * document carries what svc knows of them (PageData.ts). Pages that need a signed-in user send
+ * others to `/sign-in` with a `return_to` back.
  */
 import { HttpApiBuilder, HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, Option } from "effect"
@@ -17,13 +17,12 @@ import { Authenticate } from "../kernel/http/Authenticate.js"
 import { Invitations } from "../organizations/Invitations.js"
 import { Organizations } from "../organizations/Organizations.js"
 import { consoleBuild } from "./ConsoleAssets.js"
-import { consoleDocument, consoleFile } from "./ConsolePage.js"
-import { devicePage } from "./DevicePage.js"
-import { homePage } from "./HomePage.js"
-import { invitationPage } from "./InvitationPage.js"
-import { pageResponse, redirect } from "./Kit.js"
-import { signInPage } from "./SignInPage.js"
+import { consoleDocument, consoleFile, redirect } from "./ConsolePage.js"
+import type { PageData } from "./PageData.js"
 import { returnToOf, viewerOf } from "./Viewer.js"
+
+/** Without the console's build (a library build outside the repository) there are no pages. */
+const noConsole = HttpServerResponse.text("This svc was built without its console.", { status: 503 })
 
 export const PagesLive = HttpApiBuilder.Router.use((router) =>
   Effect.gen(function*() {
@@ -38,6 +37,19 @@ export const PagesLive = HttpApiBuilder.Router.use((router) =>
     const uiPath = new URL(config.uiUrl).pathname.replace(/\/$/, "")
     const signInFirst = (request: HttpServerRequest.HttpServerRequest) =>
       redirect(`${config.uiUrl}/sign-in?return_to=${encodeURIComponent(returnToOf(request, uiPath))}`)
+    /** The console's document, showing `page` when given. */
+    const document = (page?: PageData, status?: number) =>
+      Effect.map(consoleBuild, (build) =>
+        Option.isNone(build)
+          ? noConsole
+          : consoleDocument({
+            build: build.value,
+            apiBase: config.baseUrl,
+            uiUrl: config.uiUrl,
+            uiPath,
+            ...(page === undefined ? {} : { page }),
+            ...(status === undefined ? {} : { status })
+          }))
 
     yield* router.get(
       `${uiPath}/sign-in` as `/${string}`,
@@ -45,16 +57,15 @@ export const PagesLive = HttpApiBuilder.Router.use((router) =>
         const request = yield* HttpServerRequest.HttpServerRequest
         const query = new URL(request.url, "http://x").searchParams
         const viewer = yield* viewerOf(authenticate, request)
-        return pageResponse(signInPage({
-          apiBase: config.baseUrl,
-          uiUrl: config.uiUrl,
+        return yield* document({
+          page: "sign-in",
           returnTo: safeReturnTo(query.get("return_to")),
-          error: query.get("error") ?? undefined,
+          error: query.get("error"),
           access: methods.access,
           waitlistUrl: methods.waitlistUrl,
-          providers: methods.providers,
-          signedInAs: Option.getOrUndefined(Option.map(viewer, (user) => user.email))
-        }))
+          providers: methods.providers.map(({ display_name, kind, name }) => ({ name, display_name, kind })),
+          signedInAs: Option.getOrNull(Option.map(viewer, (user) => user.email))
+        })
       })
     )
 
@@ -68,7 +79,7 @@ export const PagesLive = HttpApiBuilder.Router.use((router) =>
         if (Option.isNone(viewer)) return signInFirst(request)
         const token = new URL(request.url, "http://x").searchParams.get("token") ?? ""
         const found = yield* Effect.option(invitations.preview(token))
-        const invitation = Option.isNone(found) ? undefined : {
+        const invitation = Option.isNone(found) ? null : {
           organizationName: found.value.organization.name,
           email: found.value.invitation.email,
           role: found.value.invitation.role,
@@ -76,14 +87,10 @@ export const PagesLive = HttpApiBuilder.Router.use((router) =>
           state: found.value.state,
           forViewer: Option.getOrNull(yield* accounts.userIdOfAddress(found.value.invitation.email)) === viewer.value.id
         }
-        const page = invitationPage({
-          apiBase: config.baseUrl,
-          uiUrl: config.uiUrl,
-          signedInAs: viewer.value.email,
-          token,
-          invitation
-        })
-        return pageResponse(page, invitation === undefined ? 404 : 200)
+        return yield* document(
+          { page: "invitation", signedInAs: viewer.value.email, token, invitation },
+          invitation === null ? 404 : 200
+        )
       })
     )
 
@@ -98,10 +105,10 @@ export const PagesLive = HttpApiBuilder.Router.use((router) =>
           ? undefined
           : yield* Effect.either(deviceGrant.describe(viewer.value.id, typed))
         const memberships = yield* organizations.organizationsOf(viewer.value.id)
-        return pageResponse(devicePage({
-          apiBase: config.baseUrl,
+        return yield* document({
+          page: "device",
           email: viewer.value.email,
-          typed,
+          typed: typed ?? null,
           request: found?._tag === "Right"
             ? {
               userCode: found.right.userCode,
@@ -109,14 +116,10 @@ export const PagesLive = HttpApiBuilder.Router.use((router) =>
               requestedScope: found.right.row.requested_scope,
               defaultKeyName: defaultKeyName(found.right.row.client_name)
             }
-            : undefined,
-          problem: found?._tag === "Left"
-            ? found.left._tag === "rate_limited"
-              ? "Too many codes tried. Wait a few minutes and try again."
-              : "That code is unknown, expired or already used. Check the code on your device."
-            : undefined,
+            : null,
+          problem: found?._tag === "Left" ? found.left._tag === "rate_limited" ? "rate_limited" : "unknown" : null,
           organizations: memberships.map((m) => ({ id: m.organization_id, name: m.name, role: m.role }))
-        }))
+        })
       })
     )
 
@@ -126,9 +129,7 @@ export const PagesLive = HttpApiBuilder.Router.use((router) =>
         const request = yield* HttpServerRequest.HttpServerRequest
         const viewer = yield* viewerOf(authenticate, request)
         if (Option.isNone(viewer)) return signInFirst(request)
-        const build = yield* consoleBuild
-        if (Option.isNone(build)) return redirect(`${config.uiUrl}/account`)
-        return consoleDocument({ build: build.value, apiBase: config.baseUrl, uiUrl: config.uiUrl, uiPath })
+        return yield* document()
       })
     )
 
@@ -153,9 +154,8 @@ export const PagesLive = HttpApiBuilder.Router.use((router) =>
         const memberships = yield* organizations.organizationsOf(viewer.value.id)
         const identities = yield* accounts.identitiesOf(viewer.value.id)
         const providerNames = new Map(methods.providers.map((provider) => [provider.name, provider.display_name]))
-        return pageResponse(homePage({
-          apiBase: config.baseUrl,
-          uiUrl: config.uiUrl,
+        return yield* document({
+          page: "account",
           email: viewer.value.email,
           organizations: memberships.map((m) => ({ id: m.organization_id, name: m.name, role: m.role })),
           identities: identities.map((identity) =>
@@ -169,7 +169,7 @@ export const PagesLive = HttpApiBuilder.Router.use((router) =>
             provider.kind === "oidc" && !identities.some((identity) => identity.provider === provider.name)
           ),
           emailAvailable: methods.emailAvailable
-        }))
+        })
       })
     )
   })

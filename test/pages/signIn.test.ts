@@ -1,5 +1,5 @@
 /**
- * The sign-in and home pages in a real browser (chromium): e-mail sign-in by code and by magic link,
+ * The sign-in and account pages (console/src/pages/) in a real browser (chromium): e-mail sign-in by code and by magic link,
  * the `?error=` words, the home page with the user's organizations, and signing out.
  */
 import { assert, describe, it } from "@effect/vitest"
@@ -89,8 +89,9 @@ describe("sign-in pages", () => {
       assert.strictEqual(raw.headers.get("cache-control"), "no-store")
       assert.match(
         raw.headers.get("content-security-policy")!,
-        /default-src 'none'; style-src 'nonce-[\w-]+'; script-src 'nonce-/
+        /^default-src 'none'; script-src 'self'; style-src 'self' 'nonce-[\w-]+'/
       )
+      assert.notInclude(raw.headers.get("content-security-policy")!, "unsafe-inline")
       assert.strictEqual(raw.headers.get("x-frame-options"), "DENY")
     }), { timeout: 60_000 })
 })
