@@ -6,7 +6,7 @@
  * operation ended without settling it (a cancel, a conflict at its turn) is settled from the
  * operation when its `end` event passes, and at start.
  */
-import { Clock, Context, Effect, Layer, Option, Queue, Runtime } from "effect"
+import { Clock, Context, Effect, Layer, Option, Queue } from "effect"
 import { AppConfig, defaultSnapshotSettings } from "../kernel/config/AppConfig.js"
 import { sha256 } from "../kernel/crypto/Tokens.js"
 import { uuidPattern, uuidv7 } from "../kernel/domain/Ids.js"
@@ -21,24 +21,18 @@ import { canonicalJson, type Requester } from "../kernel/sql/Idempotency.js"
 import { Machines, type NewMachine, type Origin } from "../machines/Machines.js"
 import { type MachineRow, MachinesRepo } from "../runtime/MachinesRepo.js"
 import { isTerminal, OperationsRepo } from "../runtime/OperationsRepo.js"
-/** What deleting one snapshot came to. */
-export type DeleteResult = "deleted" | "not_found" | "pending" | "template"
-
-export interface DeleteResults {
-  readonly deleted: number
-  readonly results: ReadonlyArray<{ readonly snapshot_id: string; readonly result: DeleteResult }>
-}
+import { SnapshotWork } from "../runtime/SnapshotWork.js"
+import { NoSnapshot, SnapshotLimitReached, SnapshotPending, TemplateLimitReached, TemplateNameTaken } from "./Errors.js"
+import { makeRemoval } from "./Removal.js"
+import { readyPatch } from "./store/Manifest.js"
+import { type SnapshotRow, SnapshotsRepo } from "./store/SnapshotsRepo.js"
+import { SnapshotStore } from "./store/SnapshotStore.js"
 
 /** An accepted push or template save, with the snapshot row it made. */
 export interface SnapshotAccepted {
   readonly accepted: Accepted
   readonly snapshot: SnapshotRow
 }
-import { SnapshotWork } from "../runtime/SnapshotWork.js"
-import { NoSnapshot, SnapshotLimitReached, SnapshotPending, TemplateLimitReached, TemplateNameTaken } from "./Errors.js"
-import { readyPatch } from "./store/Manifest.js"
-import { type SnapshotRow, SnapshotsRepo } from "./store/SnapshotsRepo.js"
-import { SnapshotStore } from "./store/SnapshotStore.js"
 
 /** The settings a fork or a restore copies from its source machine. */
 const settingsOf = (machine: MachineRow, name: string, start: boolean): NewMachine => ({
@@ -66,18 +60,7 @@ const make = Effect.gen(function*() {
   const work = yield* SnapshotWork
   const store = yield* SnapshotStore
   const bus = yield* DomainEvents
-  const runtime = yield* Effect.runtime<never>()
-
-  // Garbage collection runs in the background, one at a time; a request while one runs queues one more.
-  const collectRequests = yield* Queue.sliding<void>(1)
-  const collect = Effect.tryPromise(() => store.collect(() => Runtime.runPromise(runtime)(snapshots.allIds))).pipe(
-    Effect.tap((freed) =>
-      freed.chunks > 0 || freed.manifests > 0 ? Effect.logDebug("snapshot store collected", freed) : Effect.void
-    ),
-    Effect.catchAll((error) => Effect.logError("snapshot store collection failed", error))
-  )
-  yield* Queue.take(collectRequests).pipe(Effect.zipRight(collect), Effect.forever, Effect.forkScoped)
-  const requestCollection = Queue.offer(collectRequests, undefined).pipe(Effect.asVoid)
+  const { deleteOne, deleteSome, removeRows, requestCollection } = yield* makeRemoval
 
   /**
    * Settles a pending row from its terminal operation (ready only when its manifest is in the
@@ -202,42 +185,6 @@ const make = Effect.gen(function*() {
       }
       return found.value
     })
-
-  /** Removes settled rows from the product at once (one statement); the store's data goes at the next collection. */
-  const removeRows = (rows: ReadonlyArray<SnapshotRow>) =>
-    Effect.gen(function*() {
-      if (rows.length === 0) return
-      yield* snapshots.remove(rows.map((row) => row.id))
-      yield* Effect.forEach(rows, (row) => Effect.promise(() => store.remove(row.id).catch(() => undefined)), {
-        discard: true
-      })
-      yield* requestCollection
-    })
-
-  /** What a bulk delete does with a row: only settled snapshots go; templates and pending pushes stay. */
-  const deleteResultOf = (row: SnapshotRow): DeleteResult =>
-    row.name !== null ? "template" : row.status === "pending" ? "pending" : "deleted"
-
-  /** Deletes what may go among the rows found for each id, and reports each id's result in order. */
-  const deleteSome = (found: ReadonlyArray<readonly [id: string, row: SnapshotRow | undefined]>) =>
-    Effect.gen(function*() {
-      const results = found.map(([id, row]) => ({
-        snapshot_id: id,
-        result: row === undefined ? "not_found" as const : deleteResultOf(row)
-      }))
-      yield* removeRows(found.flatMap(([, row]) => row !== undefined && deleteResultOf(row) === "deleted" ? [row] : []))
-      return deleteResults(results)
-    })
-
-  const deleteResults = (results: DeleteResults["results"]): DeleteResults => ({
-    deleted: results.filter((r) => r.result === "deleted").length,
-    results
-  })
-
-  const deleteOne = (row: SnapshotRow) =>
-    row.status === "pending"
-      ? Effect.fail(new SnapshotPending({ detail: "The snapshot has not settled yet" }))
-      : removeRows([row])
 
   const push = (requester: Requester, machineId: string, tier: "warm" | "cold", source: "api" | "automatic") =>
     Effect.flatMap(
