@@ -18,6 +18,9 @@ import { buildConsole } from "../console/build.mjs"
 import { fetchNode, isLts, pinnedLines, prepare } from "./node-lines.mjs"
 
 const library = process.argv.includes("--library")
+// --outfile=PATH: the bundle alone, at PATH (two folders under the checkout, like src/cli/main.ts):
+// the end-to-end tests run the CLI from one built per source state (test/support/CheckoutBundle.ts).
+const outfile = process.argv.find((arg) => arg.startsWith("--outfile="))?.slice("--outfile=".length)
 // The single executables (dist/svc-linux-*, built by --single, not by this) are kept.
 if (library && NodeFs.existsSync("dist")) {
   for (const entry of NodeFs.readdirSync("dist")) {
@@ -56,7 +59,7 @@ const consoleFiles = await buildConsole()
 
 await build({
   entryPoints: ["src/cli/main.ts"],
-  outfile: "dist/cli/svc.mjs",
+  outfile: outfile ?? "dist/cli/svc.mjs",
   bundle: true,
   minify: true,
   // esbuild's keepNames wraps every function and class in a __name() call at load, and that showed as
@@ -78,7 +81,7 @@ await build({
   logLevel: "warning"
 })
 
-NodeFs.writeFileSync("dist/svc", launcher, { mode: 0o755 })
+if (outfile === undefined) NodeFs.writeFileSync("dist/svc", launcher, { mode: 0o755 })
 
 if (process.argv.includes("--single")) await buildSingle()
 

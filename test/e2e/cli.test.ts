@@ -15,7 +15,7 @@ import { freePort, tempDir } from "../support/TestServer.js"
 const bootstrapLine =
   /^\{"user_id":"[0-9a-f-]{36}","organization_id":"[0-9a-f-]{36}","api_key":"svc_[a-z0-9]{8}_\w{32,}"\}\n$/
 
-/** Per test: each `svc` run from the sources (tsx) took 20-27 s at a load average of 15 on 2 cores. */
+/** Per test: each `svc` run from the sources (tsx) took 20-27 s at a load average of 15 on 2 cores (the bundle now). */
 const starts = 180_000
 
 describe("svc binary", () => {

@@ -12,7 +12,7 @@ import { svc } from "../../src/cli/Commands.js"
 import { allCommands, commandSpec } from "../../src/cli/CommandSpec.js"
 import { complete, completionScripts } from "../../src/cli/Completer.js"
 import { renderHelp } from "../../src/cli/Help.js"
-import { bin } from "../support/Binary.js"
+import { cliScript } from "../support/CheckoutBundle.js"
 import { runCli } from "../support/Cli.js"
 import { tempDir } from "../support/TestServer.js"
 
@@ -103,9 +103,13 @@ describe("svc completion", () => {
         assert.strictEqual(printed.stdout, completionScripts.bash)
         // `svc` on PATH, as an installed svc is.
         const dir = yield* tempDir
-        NodeFs.writeFileSync(NodePath.join(dir, "svc"), `#!/bin/sh\nexec "${process.execPath}" "${bin}" "$@"\n`, {
-          mode: 0o755
-        })
+        NodeFs.writeFileSync(
+          NodePath.join(dir, "svc"),
+          `#!/bin/sh\nexec "${process.execPath}" "${cliScript()}" "$@"\n`,
+          {
+            mode: 0o755
+          }
+        )
         NodeFs.writeFileSync(NodePath.join(dir, "svc.bash"), printed.stdout)
         const script = `source ${dir}/svc.bash; COMP_WORDS=(svc machines cr); COMP_CWORD=2; _svc; ` +
           `printf '%s\\n' "\${COMPREPLY[@]}"; COMP_WORDS=(svc machines create web --si); COMP_CWORD=4; _svc; ` +

@@ -10,7 +10,7 @@ import * as NodeChild from "node:child_process"
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
 import { makeClient } from "../../src/index.js"
-import { bin } from "../support/Binary.js"
+import { cliScript } from "../support/CheckoutBundle.js"
 import { signIn } from "../support/SignIn.js"
 import { startServer, tempDir } from "../support/TestServer.js"
 
@@ -57,7 +57,7 @@ describe("svc CLI on a terminal", () => {
         const env = `env SVC_URL=${server.url} SVC_API_KEY=${owner.api_key} XDG_CONFIG_HOME=${yield* tempDir} ` +
           "TERM=xterm-256color LANG=C.UTF-8"
         const session = yield* tmux(
-          `${env} ${shellQuote(process.execPath)} ${shellQuote(bin)} ops wait ${id}; echo EXIT=$?; sleep 60`
+          `${env} ${shellQuote(process.execPath)} ${shellQuote(cliScript())} ops wait ${id}; echo EXIT=$?; sleep 60`
         )
         // While it runs: a spinner, the status and the seconds so far, on one line.
         const running = new RegExp(`^[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] exec ${id}: running \\d+\\.\\ds$`, "m")
@@ -98,7 +98,9 @@ describe("svc CLI on a terminal", () => {
         const organizationId = (yield* ada.http("GET", "/v1/me")).body.organizations[0].id
         const env = `env XDG_CONFIG_HOME=${yield* tempDir} TERM=xterm-256color LANG=C.UTF-8`
         const session = yield* tmux(
-          `${env} ${shellQuote(process.execPath)} ${shellQuote(bin)} login --url ${server.url}; echo EXIT=$?; sleep 60`
+          `${env} ${shellQuote(process.execPath)} ${
+            shellQuote(cliScript())
+          } login --url ${server.url}; echo EXIT=$?; sleep 60`
         )
         const waitFor = (pattern: RegExp) =>
           Effect.gen(function*() {

@@ -6,7 +6,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as NodeChild from "node:child_process"
-import { bin, run } from "../support/Binary.js"
+import { checkout, run } from "../support/Binary.js"
 import { freePort, tempDir } from "../support/TestServer.js"
 
 interface Served {
@@ -24,7 +24,7 @@ const serveAndStop = (env: Record<string, string>, requests: (url: string) => Pr
     const port = yield* freePort
     const dataDir = yield* tempDir
     return yield* Effect.async<Served>((resume) => {
-      const child = NodeChild.spawn(process.execPath, [bin, "serve"], {
+      const child = NodeChild.spawn(checkout()[0], [...checkout().slice(1), "serve"], {
         // Process driver: no machine in this test, and svc starts without the sandbox's host probes.
         env: { ...process.env, SVC_DATA_DIR: dataDir, SVC_RUNTIME: "process", SVC_PORT: String(port), ...env }
       })

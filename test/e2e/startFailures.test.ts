@@ -9,7 +9,7 @@ import * as NodeChild from "node:child_process"
 import * as NodeFs from "node:fs"
 import * as NodeNet from "node:net"
 import * as NodePath from "node:path"
-import { run, serve, sources } from "../support/Binary.js"
+import { checkout, run, serve } from "../support/Binary.js"
 import { freePort, tempDir } from "../support/TestServer.js"
 
 /** Waits for `child` to end: its exit code, or the signal that ended it, and what it wrote on stderr. */
@@ -70,7 +70,7 @@ describe("svc serve: starts that cannot succeed, and SIGTERM", () => {
   it.scoped("SIGTERM while the server is being built ends it", () =>
     Effect.gen(function*() {
       const dataDir = yield* tempDir
-      const child = NodeChild.spawn(sources[0], [...sources.slice(1), "serve"], {
+      const child = NodeChild.spawn(checkout()[0], [...checkout().slice(1), "serve"], {
         env: {
           ...process.env,
           SVC_DATA_DIR: dataDir,

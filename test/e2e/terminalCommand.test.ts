@@ -6,7 +6,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as NodeChild from "node:child_process"
-import { bin } from "../support/Binary.js"
+import { cliScript } from "../support/CheckoutBundle.js"
 import { client } from "../support/Http.js"
 import { eventually, realSleep, runningMachine } from "../support/Machines.js"
 import { startServer } from "../support/TestServer.js"
@@ -35,7 +35,7 @@ describe("svc terminal", () => {
             "100",
             "-y",
             "30",
-            `SVC_URL=${server.url} SVC_API_KEY=${owner.api_key} ${process.execPath} ${bin} terminal cli-term; ` +
+            `SVC_URL=${server.url} SVC_API_KEY=${owner.api_key} ${process.execPath} ${cliScript()} terminal cli-term; ` +
               "echo EXIT=$?; sleep 60"
           )
         ),

@@ -6,14 +6,16 @@ import * as NodePath from "node:path"
 import { MachineDriver } from "../../src/drivers/MachineDriver.js"
 import * as ProcessDriver from "../../src/drivers/process/ProcessDriver.js"
 import * as SandboxDriver from "../../src/drivers/sandbox/SandboxDriver.js"
+import { cliScript } from "./CheckoutBundle.js"
 import { client } from "./Http.js"
 import { freePort, tempDir } from "./TestServer.js"
 
-export const bin = NodePath.resolve("bin/svc.mjs")
-
-/** How to start svc: the sources through tsx (bin/svc.mjs), or the bundle `npm start` runs. */
+/**
+ * How to start svc: this checkout's `svc` under the Node running the tests (test/support/CheckoutBundle.ts),
+ * or the launcher `npm start` runs (dist/svc, after buildBundle).
+ */
 export type Entry = readonly [command: string, ...args: Array<string>]
-export const sources: Entry = [process.execPath, bin]
+export const checkout = (): Entry => [process.execPath, cliScript()]
 export const bundle: Entry = [NodePath.resolve("dist/svc")]
 
 /** Builds the bundle and its launcher (bin/build.mjs), as `npm start` does first. */
@@ -26,7 +28,7 @@ export interface Finished {
 }
 
 /** Runs `svc ARGS` to its end. */
-export const run = (args: ReadonlyArray<string>, env: Record<string, string> = {}, entry: Entry = sources) =>
+export const run = (args: ReadonlyArray<string>, env: Record<string, string> = {}, entry: Entry = checkout()) =>
   Effect.async<Finished>((resume) => {
     const child = NodeChild.execFile(
       entry[0],
@@ -53,7 +55,7 @@ const exited = (child: NodeChild.ChildProcess) => child.exitCode !== null || chi
  */
 export const serve = (
   env: Record<string, string>,
-  entry: Entry = sources,
+  entry: Entry = checkout(),
   options: { readonly alone?: boolean } = {}
 ) =>
   Effect.acquireRelease(

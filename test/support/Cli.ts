@@ -1,13 +1,13 @@
 /**
- * The `svc` CLI as a user runs it against a server: a separate process (bin/svc.mjs, the sources
- * through tsx) with its own config folder (`XDG_CONFIG_HOME`), the server's URL and a key in
+ * The `svc` CLI as a user runs it against a server: a separate process (this checkout's bundle,
+ * test/support/CheckoutBundle.ts) with its own config folder (`XDG_CONFIG_HOME`), the server's URL and a key in
  * `SVC_URL` / `SVC_API_KEY` unless the test leaves them out. Output is kept as bytes and text.
  */
 import { Effect } from "effect"
 import * as NodeChild from "node:child_process"
 import * as NodeHttp from "node:http"
 import type * as NodeNet from "node:net"
-import { bin } from "./Binary.js"
+import { cliScript } from "./CheckoutBundle.js"
 import { tempDir } from "./TestServer.js"
 
 export interface CliResult {
@@ -39,7 +39,7 @@ export const runCli = (
     for (const [name, value] of Object.entries({ ...process.env, ...env, ...options.env })) {
       if (value !== undefined) merged[name] = value
     }
-    const command = [...(options.wrapper ?? []), process.execPath, bin, ...args]
+    const command = [...(options.wrapper ?? []), process.execPath, cliScript(), ...args]
     const child = NodeChild.spawn(command[0]!, command.slice(1), { env: merged, stdio: ["pipe", "pipe", "pipe"] })
     const out: Array<Buffer> = []
     let stderr = ""
