@@ -175,8 +175,9 @@ describe("billing durability", () => {
           const reply = yield* deliver(event)
           assert.strictEqual(reply.status, 200)
         }
-        // Let a few ticks run after the restart.
-        yield* Effect.sleep("2500 millis")
+        // Two meter ticks charge after the restart (the idle signal: rows, not a pause), then the sums.
+        const usageAtRestart = check().usage
+        yield* eventually(Effect.sync(() => check().usage >= usageAtRestart + 2 ? true : undefined), 60_000)
         const final = check()
         for (const balance of ["trial", "plan", "credit"] as const) {
           assert.strictEqual(final.sums[balance] ?? 0, final.account[`${balance}_micros`], balance)
