@@ -174,14 +174,22 @@ async function buildSingle() {
   NodeFs.copyFileSync(line.node, target)
   NodeFs.chmodSync(target, 0o755)
   const postject = createRequire(import.meta.url).resolve("postject/dist/cli.js")
-  NodeChild.execFileSync(process.execPath, [
+  const injected = NodeChild.spawnSync(process.execPath, [
     postject,
     target,
     "NODE_SEA_BLOB",
     "dist/single/sea.blob",
     "--sentinel-fuse",
     "NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2"
-  ], { stdio: ["ignore", "ignore", "inherit"] })
+  ], { stdio: ["ignore", "ignore", "pipe"], encoding: "utf8" })
+  // LIEF (inside postject) names the section headers it adds for the node binary's annobin notes
+  // (type 0x100) `.note.100`, a name missing from .shstrtab, and says so: harmless, as nothing
+  // reads section names at run time (docs/install.md "Build warnings"). Every other line is shown.
+  const harmless = /^warning: Can't find string offset for section name '\.note(\.100)?'$/
+  for (const text of injected.stderr.split("\n")) {
+    if (text !== "" && !harmless.test(text)) process.stderr.write(text + "\n")
+  }
+  if (injected.status !== 0) throw new Error(`postject failed (exit ${injected.status})`)
   const size = NodeFs.statSync(target).size
   process.stderr.write(`${target}: ${(size / 1024 / 1024).toFixed(1)} MiB, node v${line.version}\n`)
 }

@@ -2,7 +2,8 @@
  * The single executable (`npm run build:single`): copied alone into an empty folder and run with an
  * empty environment (no PATH, no node, no node_modules beside it) on a fresh data dir, it
  * bootstraps, serves, creates a sandboxed machine and runs a command in it. It embeds a Node pinned
- * in package.json's nodeLines (the newest LTS there), whichever Node built it, and says which.
+ * in package.json's nodeLines (the newest LTS there), whichever Node built it, and says which; and
+ * it starts and serves under the systemd unit's sandboxing (ProtectHome=read-only and the rest).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -38,6 +39,7 @@ describe("the single executable", () => {
     Effect.gen(function*() {
       const built = yield* runAlone(process.execPath, ["bin/build.mjs", "--single"], process.env, 240_000)
       assert.strictEqual(built.status, 0, built.stderr)
+      assert.notMatch(built.stderr, /warning/i, "the build prints no warning")
       const embedded = /node v(\d+\.\d+\.\d+)$/m.exec(built.stderr)?.[1]
       const pinned = JSON.parse(NodeFs.readFileSync("package.json", "utf8")).nodeLines
       assert.include(Object.values(pinned), embedded, built.stderr)
@@ -64,5 +66,57 @@ describe("the single executable", () => {
       const ran = yield* sh(api, id, "echo from-the-single-file; test -e /proc/1")
       assert.strictEqual(ran.exec_result.exit_code, 0)
       assert.strictEqual(decode(ran.exec_result.stdout_base64), "from-the-single-file\n")
+
+      // The same file under the unit's sandboxing (src/cli/Systemd.ts; systemd-run is not available
+      // here), reproduced as systemd does it, in a mount namespace of its own: ProtectSystem=full
+      // (/usr, /boot, /efi, /etc read-only), ProtectHome=read-only (/home, /root, /run/user),
+      // ReadWritePaths= the data dir and CacheDirectory= a writable $CACHE_DIRECTORY, HOME=/root as
+      // for User=root. Its first start writes the SQLite addon, which once failed on /root/.cache.
+      const unitData = NodePath.join(folder, "unit-data")
+      const cache = NodePath.join(folder, "unit-cache")
+      for (const dir of [unitData, cache]) NodeFs.mkdirSync(dir)
+      const unitPort = yield* freePort
+      const unitEnv = {
+        HOME: "/root",
+        SVC_DATA_DIR: unitData,
+        SVC_PORT: String(unitPort),
+        SVC_RUNTIME: "sandbox",
+        CACHE_DIRECTORY: cache
+      }
+      const sandboxing = [
+        "set -e",
+        "for p in /usr /boot /efi /etc /home /root /run/user; do",
+        "  if [ -d \"$p\" ]; then /bin/mount --bind \"$p\" \"$p\"; /bin/mount -o remount,bind,ro \"$p\"; fi",
+        "done",
+        "for p in \"$SVC_DATA_DIR\" \"$CACHE_DIRECTORY\"; do /bin/mount --bind \"$p\" \"$p\"; done",
+        "exec \"$@\""
+      ].join("\n")
+      const underUnit: readonly [string, ...Array<string>] = [
+        "/usr/bin/unshare",
+        "--mount",
+        "--propagation",
+        "private",
+        "--",
+        "/bin/sh",
+        "-c",
+        sandboxing,
+        "sh"
+      ]
+      // The reproduction is real: /root cannot be written in it, the data dir can.
+      const probe = yield* runAlone(underUnit[0], [
+        ...underUnit.slice(1),
+        "/bin/sh",
+        "-c",
+        "/usr/bin/touch \"$SVC_DATA_DIR/probe\" && ! /usr/bin/touch /root/.svc-unit-probe 2>/dev/null"
+      ], unitEnv)
+      assert.strictEqual(probe.status, 0, probe.stderr)
+      yield* serve(unitEnv, [...underUnit, file], { alone: true })
+      const health = yield* client(`http://127.0.0.1:${unitPort}`)("GET", "/healthz")
+      assert.strictEqual(health.status, 200)
+      assert.deepStrictEqual(
+        NodeFs.readdirSync(NodePath.join(cache, "native")).length,
+        1,
+        "the addon in CacheDirectory="
+      )
     }), 300_000)
 })
