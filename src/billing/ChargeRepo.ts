@@ -9,6 +9,7 @@
 import { Context, Effect, Layer } from "effect"
 import type { Prices } from "../kernel/config/AppConfig.js"
 import { planTiers } from "../kernel/config/AppConfig.js"
+import { uuidv7 } from "../kernel/domain/Ids.js"
 import { greatest, least } from "../kernel/sql/Portable.js"
 import { Prepared } from "../kernel/sql/Sqlite.js"
 import { monthOf, permilleOf } from "./Money.js"
@@ -32,14 +33,14 @@ export const permilleFor = (a: string, prices: Prices) =>
   } ELSE 1000 END`
 
 /**
- * One row per organization a tick or settle charges (this connection's, in memory, emptied by
- * `clear` in the same transaction). Filled with `amount` (micros), `seconds` and `machines` (how many
+ * One row per organization a tick or settle charges (a scratch table: this connection's, emptied by
+ * `clear` in the same transaction, which makes it first: `Prepared.scratch`). Filled with `amount` (micros), `seconds` and `machines` (how many
  * runs had a whole second, and one of them), and what its mark had charged of the spans a stop
  * closed; `post` adds the parts taken and the account's spend and exhaustion after them.
  */
 export const chargesTable = "billing_meter_charges"
 
-const createCharges = `CREATE TEMP TABLE IF NOT EXISTS ${chargesTable} (
+export const createCharges = `CREATE TEMP TABLE IF NOT EXISTS ${chargesTable} (
   organization_id TEXT PRIMARY KEY,
   amount BIGINT NOT NULL DEFAULT 0,
   seconds BIGINT NOT NULL DEFAULT 0,
@@ -93,21 +94,39 @@ const takenLayers = `WITH args AS (SELECT CAST(? AS BIGINT) AS now_at, CAST(? AS
 const take = "CASE p.n WHEN 1 THEN c.trial_take WHEN 2 THEN c.plan_take ELSE c.credit_take END"
 const before = "CASE p.n WHEN 1 THEN a.trial_micros WHEN 2 THEN a.plan_micros ELSE a.credit_micros END"
 
-/** The ledger rows of the charges: one per balance a charge took from, with the balance after it. */
-const ledgerRows = `INSERT INTO billing_ledger (id, organization_id, kind, balance, amount_micros, balance_after_micros,
-    description, machine_id, reference, created_at)
-  SELECT uuidv7(), c.organization_id, 'usage', p.balance, -(${take}), ${before} - ${take},
-    'Running time: ' || c.seconds || ' s over ' || c.machines || ' machine' || CASE WHEN c.machines = 1 THEN '' ELSE 's' END,
-    CASE WHEN c.machines = 1 THEN c.machine_id END, NULL, CAST(? AS BIGINT)
+/**
+ * The ledger rows of the charges: one per balance a charge took from, with the balance after it.
+ * Their ids are made here in TypeScript (time-ordered, in this order), since PostgreSQL before 18
+ * has no `uuidv7()`.
+ */
+const ledgerRows = `SELECT c.organization_id, p.balance, -(${take}) AS amount_micros,
+    ${before} - ${take} AS balance_after_micros,
+    'Running time: ' || c.seconds || ' s over ' || c.machines || ' machine' || CASE WHEN c.machines = 1 THEN '' ELSE 's' END
+      AS description,
+    CASE WHEN c.machines = 1 THEN c.machine_id END AS machine_id
   FROM ${chargesTable} c JOIN billing_accounts a ON a.organization_id = c.organization_id
   CROSS JOIN (SELECT 1 AS n, 'trial' AS balance UNION ALL SELECT 2, 'plan' UNION ALL SELECT 3, 'credit') p
   WHERE ${take} > 0 ORDER BY c.organization_id, p.n`
 
+interface LedgerRow {
+  readonly organization_id: string
+  readonly balance: string
+  readonly amount_micros: number
+  readonly balance_after_micros: number
+  readonly description: string
+  readonly machine_id: string | null
+}
+
+const insertLedger = `INSERT INTO billing_ledger (id, organization_id, kind, balance, amount_micros,
+  balance_after_micros, description, machine_id, reference, created_at) VALUES (?, ?, 'usage', ?, ?, ?, ?, ?, NULL, ?)`
+
 const make = Effect.gen(function*() {
   const db = yield* Prepared
-  yield* db.run(createCharges)
+  const scratch = yield* db.scratch(createCharges)
 
   return {
+    /** Makes this transaction's charges table: first, in each transaction that fills it. */
+    scratch,
     /**
      * Posts the charges filled for this transaction: the parts taken (trial, plan, credit) as ledger
      * rows with the balances, the spend and exhaustion after them; answers the organizations that ran
@@ -125,7 +144,20 @@ const make = Effect.gen(function*() {
           now,
           monthOf(now)
         )
-        yield* db.run(ledgerRows, now)
+        const ledger = yield* db.all<LedgerRow>(ledgerRows)
+        yield* db.runMany(
+          insertLedger,
+          ledger.map((row) => [
+            uuidv7(),
+            row.organization_id,
+            row.balance,
+            row.amount_micros,
+            row.balance_after_micros,
+            row.description,
+            row.machine_id,
+            now
+          ])
+        )
         yield* db.run(
           `UPDATE billing_accounts AS a SET trial_micros = a.trial_micros - c.trial_take,
             plan_micros = a.plan_micros - c.plan_take, credit_micros = a.credit_micros - c.credit_take,

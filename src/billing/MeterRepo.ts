@@ -12,7 +12,7 @@ import type { Prices } from "../kernel/config/AppConfig.js"
 import { uuidv7 } from "../kernel/domain/Ids.js"
 import { greatest } from "../kernel/sql/Portable.js"
 import { Prepared } from "../kernel/sql/Sqlite.js"
-import { basisOf, chargesTable, permilleFor } from "./ChargeRepo.js"
+import { basisOf, chargesTable, createCharges, permilleFor } from "./ChargeRepo.js"
 import { hourStart, meterUnit } from "./Money.js"
 
 /**
@@ -44,7 +44,8 @@ const pricesTable = `(SELECT 'small' AS size, CAST(? AS BIGINT) AS hourly_micros
 
 /**
  * A settle's scratch rows, keyed by the settle, live only inside its transaction: tables of this
- * connection alone, in memory (`temp_store`), written to no log.
+ * connection alone (`Prepared.scratch`: on PostgreSQL, of each pooled connection, so settles on
+ * several nodes never meet), written to no log.
  * - `billing_meter_basis`: what pays for each organization of the settle, and at which share of the
  *   list price (joined by its statements).
  * - `billing_meter_spans`: the runs it closes (or closes and opens again). `seconds`: the span's whole
@@ -184,9 +185,11 @@ const make = Effect.gen(function*() {
       organizationIds.map((organizationId) => [organizationId, organizationId])
     )
 
-  yield* db.run(basisTable)
-  yield* db.run(spansTable)
-  yield* db.run(tickTable)
+  // The scratch tables, made first in each transaction of a tick or a settle (Prepared.scratch).
+  const scratch = Effect.all(
+    yield* Effect.forEach([basisTable, spansTable, tickTable, createCharges], db.scratch),
+    { discard: true }
+  )
 
   /** Closes (and opens again) a settle's spans of one kind; adds what they cost since their marks to the charges. */
   const settleKind = (kind: SpanKind, settle: {
@@ -288,6 +291,7 @@ const make = Effect.gen(function*() {
      */
     tick: (after: string, now: number, limit: number, metered: boolean) =>
       Effect.gen(function*() {
+        yield* scratch
         const next = Option.getOrNull(
           Option.map(
             yield* db.first<{ organization_id: string }>(
@@ -392,6 +396,7 @@ const make = Effect.gen(function*() {
       readonly prices: Prices
     }) =>
       Effect.gen(function*() {
+        yield* scratch
         const tickId = uuidv7(settle.now)
         yield* db.runMany(
           `INSERT INTO billing_meter_basis (tick_id, organization_id, price_basis, multiplier_permille, metered_at)

@@ -194,7 +194,7 @@ const make = Effect.gen(function*() {
       db.all<Omit<UsageSum, "name">>(
         `SELECT machine_id, size, SUM(seconds) AS seconds, SUM(amount_micros) AS amount_micros
           FROM billing_usage_hours
-          WHERE organization_id = ? AND hour_start >= ? AND hour_start < ? AND (? IS NULL OR machine_id = ?)
+          WHERE organization_id = ? AND hour_start >= ? AND hour_start < ? AND (CAST(? AS TEXT) IS NULL OR machine_id = ?)
           GROUP BY machine_id, size ORDER BY machine_id`,
         organizationId,
         since,

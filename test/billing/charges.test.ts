@@ -96,6 +96,7 @@ describe("meter charges in SQL", () => {
       // The ensure calls wrote ledger rows of their own (a trial grant): only the charges' are compared.
       const { seq } = (yield* sql<{ seq: number }>`SELECT coalesce(MAX(seq), 0) AS seq FROM billing_ledger`)[0]!
       const exhausted = yield* sql.withTransaction(Effect.gen(function*() {
+        yield* charges.scratch
         yield* Effect.forEach(
           cases,
           (c, i) =>

@@ -3,7 +3,7 @@
  * `svc serve` flags layered over it). A malformed value fails with a ConfigError that names the
  * variable; the CLI prints it as one line and stops.
  */
-import { Config, Context, Effect, Either, Layer, Option, Redacted, Schema } from "effect"
+import { Config, ConfigError, Context, Effect, Either, Layer, Option, Redacted, Schema } from "effect"
 import * as NodeFs from "node:fs"
 import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
@@ -55,10 +55,7 @@ export interface AppConfigShape {
   readonly uiUrl: string
   readonly dataDir: string
   readonly databaseFile: string
-  /**
-   * A PostgreSQL database instead of the file (extensions.md §21). Set by tests only until
-   * `SVC_DATABASE_URL=postgres://...` is accepted (docs/architecture.md, "PostgreSQL").
-   */
+  /** `SVC_DATABASE_URL=postgres://...`: a PostgreSQL database instead of the file (extensions.md §21). */
   readonly postgresUrl?: string | undefined
   readonly runtime: Runtime
   readonly operatorToken: Option.Option<Redacted.Redacted<string>>
@@ -282,17 +279,24 @@ const extraCaCerts = Config.string("SVC_EXTRA_CA_CERTS").pipe(
   })
 )
 
-const databaseFile = (dataDir: string) =>
+/** `SVC_DATABASE_URL`: the SQLite file (the data dir's by default), or a PostgreSQL database (extensions.md §21). */
+const database = (dataDir: string) =>
   Config.string("SVC_DATABASE_URL").pipe(
     Config.option,
-    Config.mapOrFail((value): Parsed<string> => {
-      if (Option.isNone(value)) return ok(NodePath.join(dataDir, "svc.db"))
-      const url = value.value
+    Config.mapOrFail((value): Parsed<{ readonly file: string; readonly postgresUrl?: string }> => {
+      const file = NodePath.join(dataDir, "svc.db")
+      if (Option.isNone(value)) return ok({ file })
+      const url = value.value.trim()
       if (url.startsWith("postgres://") || url.startsWith("postgresql://")) {
-        return bad("SVC_DATABASE_URL", "PostgreSQL is not supported by this build yet; leave it unset for SQLite")
+        try {
+          new URL(url)
+        } catch {
+          return bad("SVC_DATABASE_URL", "not a valid postgres:// URL")
+        }
+        return ok({ file, postgresUrl: url })
       }
-      if (url.startsWith("sqlite:")) return ok(NodePath.resolve(url.slice("sqlite:".length)))
-      if (url === ":memory:") return ok(url)
+      if (url.startsWith("sqlite:")) return ok({ file: NodePath.resolve(url.slice("sqlite:".length)) })
+      if (url === ":memory:") return ok({ file: url })
       return bad("SVC_DATABASE_URL", "expected sqlite:PATH or a postgres:// URL")
     })
   )
@@ -311,16 +315,26 @@ const load = Effect.gen(function*() {
   const dataDir = NodePath.resolve(yield* Config.string("SVC_DATA_DIR").pipe(Config.withDefault(defaultDataDir())))
   // The single executable's SQLite addon is cached under it (a home folder may be read-only).
   useDataDir(dataDir)
+  const { file: databaseFile, postgresUrl } = yield* database(dataDir)
+  const secretKeys = yield* secretKeysSetting
+  // Every node must read what another sealed (extensions.md §21): the keys cannot be one node's own.
+  if (postgresUrl !== undefined && secretKeys.kind !== "given") {
+    return yield* Effect.fail(ConfigError.InvalidData(
+      ["SVC_SECRET_KEYS"],
+      "PostgreSQL needs SVC_SECRET_KEYS set, the same on every node"
+    ))
+  }
   return AppConfig.of({
     host,
     port,
     baseUrl,
     uiUrl,
     dataDir,
-    databaseFile: yield* databaseFile(dataDir),
+    databaseFile,
+    postgresUrl,
     runtime: yield* Config.literal("sandbox", "docker", "process")("SVC_RUNTIME").pipe(Config.withDefault("sandbox")),
     operatorToken: yield* Config.redacted("SVC_OPERATOR_TOKEN").pipe(Config.option),
-    secretKeys: yield* secretKeysSetting,
+    secretKeys,
     mail: yield* mailSetting(dataDir),
     mailFrom: Option.getOrUndefined(yield* Config.string("SVC_MAIL_FROM").pipe(Config.option)),
     oidcProviders: yield* oidcProviders,

@@ -2,8 +2,9 @@
  * PostgreSQL through `@effect/sql-pg` (pinned ~0.53: its `latest` is the Effect 4 line), for several
  * hosts over one database (extensions.md §21). What the package leaves to us:
  *
- * - node-postgres answers `int8` (counts, sequence numbers, `bigint` columns) as strings; ours are
- *   far below 2^53, so they are read as numbers, as better-sqlite3 reads them;
+ * - node-postgres answers `int8` (counts, sequence numbers, `bigint` columns) and `numeric` (what
+ *   `SUM` of a `bigint` is) as strings; ours are far below 2^53, so they are read as numbers, as
+ *   better-sqlite3 reads them;
  * - its `notify` sends `NOTIFY chan, $1`, which PostgreSQL refuses (NOTIFY takes no parameters):
  *   `notify` here is `SELECT pg_notify($1, $2)`.
  */
@@ -13,11 +14,12 @@ import { Effect, Layer, Redacted } from "effect"
 import Pg from "pg"
 
 const int8 = 20
+const numeric = 1700
 
-/** node-postgres' own parsers, but `int8` as a number. */
+/** node-postgres' own parsers, but `int8` and `numeric` as numbers. */
 const types: Pg.CustomTypesConfig = {
   getTypeParser: ((oid: number, format?: "text" | "binary") =>
-    oid === int8 && format !== "binary"
+    (oid === int8 || oid === numeric) && format !== "binary"
       ? (value: string) => Number(value)
       : Pg.types.getTypeParser(oid, format)) as Pg.CustomTypesConfig["getTypeParser"]
 }

@@ -75,6 +75,7 @@ const make = Effect.gen(function*() {
         [...Object.values(patch), id]
       ))
     },
+    scratch: (ddl) => Effect.succeed(Effect.asVoid(changes(ddl, []))),
     transaction: (effect) =>
       withTransaction(effect).pipe(
         Effect.catchIf((error): error is SqlError => error instanceof SqlError, (error) => Effect.die(error))

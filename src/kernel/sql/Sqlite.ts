@@ -54,6 +54,13 @@ export interface PreparedShape {
   /** `UPDATE table SET (keys of patch) WHERE id = id`; nothing for an empty patch. */
   readonly updateById: (table: string, id: string, patch: object) => Effect.Effect<void>
   /**
+   * A scratch table (`CREATE TEMP TABLE IF NOT EXISTS ...`): rows of one connection only, written to
+   * no log, emptied by the transaction that fills them. Answers what each transaction that uses it
+   * runs first: nothing on SQLite's one connection (the table is made now), the statement itself on
+   * PostgreSQL, whose pooled connections each need their own (and so never see another's rows).
+   */
+  readonly scratch: (ddl: string) => Effect.Effect<Effect.Effect<void>>
+  /**
    * Runs `effect` in a transaction, as `sql.withTransaction` does at the top level (SqlClient
    * statements and `sql.withTransaction` inside it are part of it), for a fiber that is in none:
    * the group commit's batches. It skips what that costs per transaction (a span, a scope, and two
@@ -334,7 +341,8 @@ const make = (filename: string) =>
         return keys.length === 0
           ? Effect.void
           : direct(() => void prepare(updateText(table, keys)).run(...Object.values(patch), id))
-      }
+      },
+      scratch: (ddl) => Effect.as(direct(() => void prepare(ddl).run()), Effect.void)
     }
 
     return Context.make(SqliteClient.SqliteClient, sqlite).pipe(
