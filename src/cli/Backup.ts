@@ -25,6 +25,10 @@ const failWithOneLine = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
       process.exit(1)
     }))
 
+/** The database of SVC_DATABASE_URL=postgres://... is PostgreSQL's to back up (docs/scale-out.md). */
+const onPostgres =
+  "svc: the database is PostgreSQL (SVC_DATABASE_URL): back it up with pg_dump, and each host's data dir"
+
 const dataDir = Options.text("data-dir").pipe(
   Options.optional,
   Options.withDescription("The data directory (default SVC_DATA_DIR)")
@@ -34,6 +38,7 @@ const folder = Args.directory({ name: "DIR", exists: "either" }).pipe(Args.withD
 const backup = Command.make("backup", { dataDir, folder }, ({ dataDir, folder }) =>
   Effect.gen(function*() {
     const config = yield* AppConfig.AppConfig
+    if (config.postgresUrl !== undefined) return yield* Effect.fail(onPostgres)
     const target = NodePath.resolve(folder)
     makeFolders(target)
     const copy = NodePath.join(target, "svc.db")
@@ -68,6 +73,7 @@ const restore = Command.make(
   ({ dataDir, folder, force }) =>
     Effect.gen(function*() {
       const config = yield* AppConfig.AppConfig
+      if (config.postgresUrl !== undefined) return yield* Effect.fail(onPostgres)
       const source = NodePath.resolve(folder)
       const database = NodePath.join(source, "svc.db")
       if (!NodeFs.existsSync(database)) return yield* Effect.fail(`svc: ${source} holds no backup (no svc.db)`)

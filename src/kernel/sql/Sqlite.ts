@@ -30,7 +30,6 @@ import Sqlite from "better-sqlite3"
 import { Context, Effect, Exit, FiberRef, Layer, Option, Scope, Stream } from "effect"
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
-import { uuidv7 } from "../domain/Ids.js"
 import * as Durability from "./Durability.js"
 
 /** What better-sqlite3 binds (booleans are not among them). */
@@ -135,9 +134,6 @@ const make = (filename: string) =>
     const log = inMemory ? undefined : mode === "wal" ? logFlush(filename) : undefined
     const tracker = log === undefined ? undefined : Durability.make(wrapFlush(log.flush))
     db.pragma(log === undefined ? "synchronous = FULL" : "synchronous = NORMAL")
-    // PostgreSQL 18's `uuidv7()`, so a statement that writes many rows names them without a round
-    // trip through JavaScript per row (the meter's ledger rows).
-    db.function("uuidv7", { deterministic: false }, () => uuidv7())
     yield* Effect.addFinalizer(() =>
       Effect.sync(() => {
         // Another process's connection may keep the log from being checkpointed at close.
