@@ -11,6 +11,7 @@ import * as NodePath from "node:path"
 import { hostPath } from "../HostProcess.js"
 import type * as Cgroups from "./Cgroups.js"
 import { spawnerScript } from "./SpawnerScript.js"
+import { refusedUntilAllowed } from "./Tools.js"
 import { probeBase } from "./UidRanges.js"
 
 /** Why machines cannot be isolated here, or undefined when they can. */
@@ -38,13 +39,18 @@ export const missingIsolation = (
   } catch (cause) {
     return `cannot make ${folder}: ${String(cause)}`
   }
-  const probe = NodeChild.spawnSync(options.perl, ["-e", spawnerScript, "probe", String(probeBase), folder], {
-    encoding: "utf8",
-    env: { PATH: hostPath },
-    timeout: 10_000
+  const perl = options.perl
+  // Once allowed on a file system, allowed on it for the rest of the process (Tools.ts says why).
+  const why = refusedUntilAllowed(`isolation ${perl} ${NodeFs.statSync(folder).dev}`, () => {
+    const probe = NodeChild.spawnSync(perl, ["-e", spawnerScript, "probe", String(probeBase), folder], {
+      encoding: "utf8",
+      env: { PATH: hostPath },
+      timeout: 10_000
+    })
+    if (probe.status === 0) return undefined
+    return `${probe.stdout ?? ""}${probe.stderr ?? ""}`.trim() || String(probe.error ?? `exit ${probe.status}`)
   })
-  if (probe.status === 0) return undefined
-  const why = `${probe.stdout ?? ""}${probe.stderr ?? ""}`.trim() || String(probe.error ?? `exit ${probe.status}`)
+  if (why === undefined) return undefined
   return `svc cannot give machines user namespaces of their own with idmapped disks here (Linux 5.12 ` +
     `or newer, run as root, user.max_user_namespaces above 0, a data dir on ext4, xfs, btrfs or tmpfs): ${why}`
 }

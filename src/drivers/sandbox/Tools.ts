@@ -41,13 +41,33 @@ export const usrPerl = (): string | undefined => {
 const why = (result: NodeChild.SpawnSyncReturns<string>) =>
   result.status === 0 ? undefined : (result.stderr ?? "").trim() || String(result.error ?? `exit ${result.status}`)
 
+const allowed = new Set<string>()
+
+/**
+ * A probe of what the host allows, run until it answers "allowed" once in this process: the kernel
+ * does not take that back while svc runs, and a driver is built per test in the suite (two probes
+ * cost about 0.5 s each time on a loaded host). A refusal is asked again, so a fixed host is seen.
+ */
+export const refusedUntilAllowed = (key: string, probe: () => string | undefined): string | undefined => {
+  if (allowed.has(key)) return undefined
+  const refused = probe()
+  if (refused === undefined) allowed.add(key)
+  return refused
+}
+
 /** Why svc cannot make a network namespace (each machine's is made outside its user namespace), if it cannot. */
 export const refusedNetNamespace = (unshare: string, ip: string): string | undefined =>
-  why(NodeChild.spawnSync(unshare, ["--net", "--", ip, "link", "set", "lo", "up"], { encoding: "utf8" }))
+  refusedUntilAllowed(
+    `net ${unshare} ${ip}`,
+    () => why(NodeChild.spawnSync(unshare, ["--net", "--", ip, "link", "set", "lo", "up"], { encoding: "utf8" }))
+  )
 
 /** Why bwrap cannot make every namespace (user, mount, pid, net, ipc, uts, cgroup) here, if it cannot. */
 export const refusedNamespaces = (bwrap: string): string | undefined =>
-  why(NodeChild.spawnSync(bwrap, ["--unshare-all", "--ro-bind", "/", "/", "true"], { encoding: "utf8" }))
+  refusedUntilAllowed(
+    `bwrap ${bwrap}`,
+    () => why(NodeChild.spawnSync(bwrap, ["--unshare-all", "--ro-bind", "/", "/", "true"], { encoding: "utf8" }))
+  )
 
 /** Finds bwrap and nsenter, and checks that bwrap can make namespaces here; one clear line if not. */
 export const checkTools = attempt("sandbox driver", (): Tools => {
