@@ -4,7 +4,7 @@
  * Adding an area is one line in `AreasLive` (and its handlers in src/Http.ts).
  */
 import { Effect, Layer } from "effect"
-import { AgentsLive } from "./agents/Live.js"
+import { AgentsLive, OpenTurnsLive } from "./agents/Live.js"
 import { alertRecorder, AlertsLive } from "./alerts/Live.js"
 import { AccountsLive, BillingLive } from "./billing/Live.js"
 import * as Drivers from "./drivers/Drivers.js"
@@ -25,6 +25,7 @@ import * as Database from "./kernel/sql/Database.js"
 import * as DataDirLock from "./kernel/sql/DataDirLock.js"
 import { GroupCommit } from "./kernel/sql/GroupCommit.js"
 import { IdempotencyKeysRepo } from "./kernel/sql/IdempotencyKeysRepo.js"
+import * as IdempotencySweep from "./kernel/sql/IdempotencySweep.js"
 import { LimitsLive } from "./limits/Live.js"
 import { MachinesLive } from "./machines/Live.js"
 import { Metrics } from "./metrics/Metrics.js"
@@ -33,10 +34,9 @@ import { OperatorLive, OperatorStandingLive } from "./operator/Live.js"
 import { MembershipLive, OrganizationsLive } from "./organizations/Live.js"
 import { PortsLive, PortsSweepLive } from "./ports/Live.js"
 import * as HostCapacity from "./runtime/HostCapacity.js"
-import * as Housekeeping from "./runtime/Housekeeping.js"
 import { MachinesRepo } from "./runtime/MachinesRepo.js"
 import * as MachineSupervisor from "./runtime/MachineSupervisor.js"
-import { OperationsRepo } from "./runtime/OperationsRepo.js"
+import { OpenOperationsLive, OperationsRepo } from "./runtime/OperationsRepo.js"
 import { SnapshotWork } from "./runtime/SnapshotWork.js"
 import { SnapshotsLive } from "./snapshots/Live.js"
 import { SnapshotsRepo } from "./snapshots/store/SnapshotsRepo.js"
@@ -85,7 +85,13 @@ const OutboxRecordersLive = Layer.effect(
  * data dir.
  */
 const runtimeLive = <E, R>(driver: Layer.Layer<MachineDriver, E, R>) =>
-  Layer.mergeAll(MachineSupervisor.layer, Housekeeping.layer, IdentitySweepLive, PortsSweepLive).pipe(
+  Layer.mergeAll(
+    MachineSupervisor.layer,
+    // Each owner sweeps its own rows; the idempotency keys' sweep asks the owners of open work.
+    IdempotencySweep.layer.pipe(Layer.provide(Layer.mergeAll(OpenOperationsLive, OpenTurnsLive))),
+    IdentitySweepLive,
+    PortsSweepLive
+  ).pipe(
     Layer.provideMerge(SnapshotWork.layer),
     Layer.provideMerge(SnapshotStore.layer),
     Layer.provideMerge(

@@ -1,6 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer } from "effect"
 import type { OperationKind, OperationStatus } from "../kernel/domain/MachineStates.js"
+import { OpenOperations } from "../kernel/sql/IdempotencySweep.js"
 import { Prepared } from "../kernel/sql/Sqlite.js"
 
 export const terminalStatuses: ReadonlyArray<OperationStatus> = ["succeeded", "failed", "correlation_miss"]
@@ -112,6 +113,11 @@ const make = Effect.gen(function*() {
       Effect.orDie
     ),
     /** Machines with work left, for recovery at start. */
+    /** The ids of the operations not yet settled (the idempotency sweep keeps their keys). */
+    openIds: sql<{ id: string }>`SELECT id FROM operations WHERE status IN ('pending', 'running', 'uncertain')`.pipe(
+      Effect.map((rows) => rows.map((row) => row.id)),
+      Effect.orDie
+    ),
     machinesWithOpenWork: sql<{ machine_id: string }>`SELECT DISTINCT machine_id FROM operations
       WHERE status IN ('pending', 'running', 'uncertain')`.pipe(
       Effect.map((rows) => rows.map((row) => row.machine_id)),
@@ -177,3 +183,6 @@ export class OperationsRepo extends Context.Tag("svc/persistence/OperationsRepo"
 >() {
   static readonly layer = Layer.effect(OperationsRepo, make)
 }
+
+/** The engine's answer to the idempotency sweep (kernel/sql/IdempotencySweep.ts). */
+export const OpenOperationsLive = Layer.effect(OpenOperations, Effect.map(OperationsRepo, (repo) => repo.openIds))

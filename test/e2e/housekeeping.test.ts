@@ -1,6 +1,6 @@
 /**
- * Housekeeping (src/runtime/Housekeeping.ts) on TestClock: expired port tokens go, idempotency keys
- * of settled operations stop replaying after a day, and a key of an operation that is still open
+ * Housekeeping (src/kernel/sql/Sweeps.ts, each owner's sweep) on TestClock: expired port tokens go,
+ * idempotency keys of settled operations stop replaying after a day, and a key of an operation that is still open
  * keeps picking it up however old it is.
  */
 import { assert, describe, it } from "@effect/vitest"

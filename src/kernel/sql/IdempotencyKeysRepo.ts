@@ -38,7 +38,18 @@ const make = Effect.gen(function*() {
       readonly idempotency_key: string
       readonly fingerprint: string
       readonly created_at: number
-    }, answer: KeyAnswer) => prepared.insert("idempotency_keys", { ...row, ...answer })
+    }, answer: KeyAnswer) => prepared.insert("idempotency_keys", { ...row, ...answer }),
+    /** The keys made at `before` or earlier, with what each names (the sweep's candidates). */
+    madeBefore: (before: number) =>
+      prepared.all<Pick<KeyRow, "organization_id" | "idempotency_key" | "operation_id" | "turn_id">>(
+        "SELECT organization_id, idempotency_key, operation_id, turn_id FROM idempotency_keys WHERE created_at <= ?",
+        before
+      ),
+    remove: (keys: ReadonlyArray<Pick<KeyRow, "organization_id" | "idempotency_key">>) =>
+      prepared.runMany(
+        "DELETE FROM idempotency_keys WHERE organization_id = ? AND idempotency_key = ?",
+        keys.map((key) => [key.organization_id, key.idempotency_key])
+      )
   }
 })
 
