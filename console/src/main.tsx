@@ -11,6 +11,7 @@ import { useLoad } from "./hooks.js"
 import { abilitiesOf } from "./roles.js"
 import { href, useRoute } from "./route.js"
 import "./style.css"
+import { applyStoredTheme, ThemeSwitch } from "./theme.js"
 import type { Me } from "./types.js"
 import { ErrorLine } from "./ui.js"
 import { MachinesView } from "./views/Machines.js"
@@ -95,6 +96,7 @@ const App = () => {
           <a href={`${uiUrl}/account`}>Account</a>
         </nav>
         <span class="who" id="who">{me.data.user.email}</span>
+        <ThemeSwitch />
         <button type="button" class="secondary" onClick={signOut}>Sign out</button>
       </header>
       <main id="main" tabIndex={-1}>
@@ -143,6 +145,7 @@ const View = (
  * A page outside an organization (sign-in, device, invitation, account) comes with what svc knows
  * of it in the document; its chunk is loaded instead of the organization's views.
  */
+applyStoredTheme()
 const app = document.getElementById("app")!
 const page = document.querySelector<HTMLMetaElement>("meta[name=\"svc-page\"]")?.content
 if (page === undefined || page === "") render(<App />, app)

@@ -4,6 +4,7 @@
  */
 import type { ComponentChildren } from "preact"
 import { describe, Problem, uiUrl } from "../api.js"
+import { ThemeSwitch } from "../theme.js"
 
 export const Frame = (
   { signedInAs, children }: { readonly signedInAs: string | null; readonly children: ComponentChildren }
@@ -11,7 +12,8 @@ export const Frame = (
   <>
     <header class="top">
       <a class="brand" href={`${uiUrl}/`}>svc</a>
-      {signedInAs === null ? null : <span class="who">{signedInAs}</span>}
+      <span class="who">{signedInAs ?? ""}</span>
+      <ThemeSwitch />
     </header>
     <main id="main" class="narrow">{children}</main>
   </>

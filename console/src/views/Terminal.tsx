@@ -7,6 +7,7 @@ import { FitAddon } from "@xterm/addon-fit"
 import { Terminal } from "@xterm/xterm"
 import { useEffect, useRef, useState } from "preact/hooks"
 import { describe, post } from "../api.js"
+import { isDark } from "../theme.js"
 import type { Ticket } from "../types.js"
 import { ErrorLine } from "../ui.js"
 
@@ -22,8 +23,6 @@ document.createElement = ((tag: string, options?: ElementCreationOptions) => {
   return element
 }) as typeof document.createElement
 
-const dark = () => matchMedia("(prefers-color-scheme: dark)").matches
-
 export const TerminalView = ({ machineId }: { machineId: string }) => {
   const box = useRef<HTMLDivElement>(null)
   const [state, setState] = useState<string>("Connecting…")
@@ -33,7 +32,7 @@ export const TerminalView = ({ machineId }: { machineId: string }) => {
       cursorBlink: true,
       fontFamily: "ui-monospace, SFMono-Regular, Menlo, Consolas, monospace",
       fontSize: 14,
-      theme: dark()
+      theme: isDark()
         ? { background: "#0d1117", foreground: "#e6edf3" }
         : { background: "#ffffff", foreground: "#1f2328", cursor: "#1f2328", selectionBackground: "#b6d4fe" }
     })
