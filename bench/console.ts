@@ -3,17 +3,14 @@
  * without the terminal's chunk; and the first page interactive in Chromium from a cold cache (a fresh
  * browser context per round): navigation start to the machines view rendered with its "New machine"
  * button, on `svc serve` as `npm start` runs it (bench/support.ts), signed in by e-mail code.
- * Baseline, same run: the sign-in page (server-rendered, one inline script) interactive the same way.
+ * Baseline, same run: the sign-in page (the console's pages chunk, no API call) interactive the same way.
  *
  *   node --import tsx bench/console.ts [rounds=15]
  */
-import { Effect } from "effect"
-import * as NodePath from "node:path"
 import * as NodeZlib from "node:zlib"
 import { chromium } from "playwright-core"
 import { buildConsole } from "../console/build.mjs"
-import { readOutbox } from "../src/kernel/mail/Outbox.js"
-import { serve } from "./support.js"
+import { serve, sessionCookies } from "./support.js"
 
 const rounds = Number(process.argv[2] ?? 15)
 const median = (values: ReadonlyArray<number>) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
@@ -46,30 +43,7 @@ console.log(`terminal, loaded on demand: ${kb(sum(lazy, (text) => text.length))}
 
 const served = await serve()
 try {
-  // The owner serve() bootstrapped: a new address may not sign up (the default sign-up policy).
-  const email = "bench@example.com"
-  await fetch(`${served.url}/v1/auth/email/start`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ email })
-  })
-  let mail: { readonly text: string } | undefined
-  while (mail === undefined) {
-    const mails = await Effect.runPromise(readOutbox(NodePath.join(served.dataDir, "outbox")))
-    mail = mails.filter((message) => message.to === email).at(-1)
-    if (mail === undefined) await new Promise((resolve) => setTimeout(resolve, 50))
-  }
-  const code = /sign-in code is (\d{6})/.exec(mail.text)![1]
-  const verified = await fetch(`${served.url}/v1/auth/email/verify`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ email, code })
-  })
-  const cookies = verified.headers.getSetCookie().map((line) => {
-    const [pair] = line.split(";")
-    const [name, ...value] = pair!.split("=")
-    return { name: name!.trim(), value: value.join("=").trim(), url: served.url }
-  })
+  const cookies = await sessionCookies(served, "bench@example.com")
   const browser = await chromium.launch({
     executablePath: process.env.SVC_TEST_CHROMIUM ?? "/usr/bin/chromium",
     args: ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"]

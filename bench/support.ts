@@ -3,12 +3,14 @@
  * generator does not share its event loop), a keep-alive HTTP client, and percentiles.
  * Every bench prints its figures and a baseline measured in the same run.
  */
+import { Effect } from "effect"
 import * as NodeChild from "node:child_process"
 import * as NodeFs from "node:fs"
 import * as NodeNet from "node:net"
 import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
 import { Pool } from "undici"
+import { readOutbox } from "../src/kernel/mail/Outbox.js"
 
 /**
  * The product as `npm start` runs it: the bundle through its launcher, dist/svc (built here first).
@@ -170,4 +172,30 @@ export const pool = async <A>(items: ReadonlyArray<A>, concurrency: number, work
   await Promise.all(Array.from({ length: concurrency }, async () => {
     while (next < items.length) await work(items[next++]!)
   }))
+}
+
+/** Signs `email` in by its mailed code (svc's outbox): the session's cookies, for a browser context. */
+export const sessionCookies = async (served: Served, email: string) => {
+  await fetch(`${served.url}/v1/auth/email/start`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ email })
+  })
+  let mail: { readonly text: string } | undefined
+  while (mail === undefined) {
+    const mails = await Effect.runPromise(readOutbox(NodePath.join(served.dataDir, "outbox")))
+    mail = mails.filter((message) => message.to === email).at(-1)
+    if (mail === undefined) await sleep(50)
+  }
+  const code = /sign-in code is (\d{6})/.exec(mail.text)![1]
+  const verified = await fetch(`${served.url}/v1/auth/email/verify`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ email, code })
+  })
+  return verified.headers.getSetCookie().map((line) => {
+    const [pair] = line.split(";")
+    const [name, ...value] = pair!.split("=")
+    return { name: name!.trim(), value: value.join("=").trim(), url: served.url }
+  })
 }
