@@ -1,6 +1,8 @@
 // The layout's boundaries (docs/architecture.md "Boundaries"), checked by `npm run lint`.
 // The kernel: src/kernel, the machine runtime, the drivers, the agent providers, the snapshot store.
 const kernel = "^src/(kernel|runtime|drivers|agents/providers|snapshots/store)/"
+// The engine's tables' repositories (machines, operations): runtime/EngineReads.ts reads them for other areas.
+const engineRepos = "^src/runtime/(MachinesRepo|OperationsRepo)\\.ts$"
 
 // Areas depend one way (docs/architecture.md "The order of the areas"): a folder imports only
 // folders listed before it. The kernel's parts come first, then the product areas, bottom to top.
@@ -72,7 +74,15 @@ module.exports = {
       comment: "An area's repository is used by its own folder only; other areas go through its service.",
       severity: "error",
       from: { path: "^src/([^/]+)/" },
-      to: { path: "^src/[^/]+/[^/]*Repo\\.ts$", pathNot: ["^src/$1/", "^src/runtime/"] }
+      to: { path: "^src/[^/]+/[^/]*Repo\\.ts$", pathNot: ["^src/$1/", engineRepos] }
+    },
+    {
+      name: "engine-tables-through-engine-reads",
+      comment:
+        "The engine's repositories serve the engine and the areas that accept and settle its work; any other area asks runtime/EngineReads.ts. Terminals still marks a machine's activity through MachinesRepo (a named write of the engine to be).",
+      severity: "error",
+      from: { path: "^src/[^/]+/", pathNot: ["^src/(runtime|machines|operations)/", "^src/terminals/Terminals\\.ts$"] },
+      to: { path: engineRepos }
     },
     {
       name: "services-import-no-contract",

@@ -33,6 +33,7 @@ import { OperationsLive } from "./operations/Live.js"
 import { OperatorLive, OperatorStandingLive } from "./operator/Live.js"
 import { MembershipLive, OrganizationsLive } from "./organizations/Live.js"
 import { PortsLive, PortsSweepLive } from "./ports/Live.js"
+import { EngineReads } from "./runtime/EngineReads.js"
 import * as HostCapacity from "./runtime/HostCapacity.js"
 import { MachinesRepo } from "./runtime/MachinesRepo.js"
 import * as MachineSupervisor from "./runtime/MachineSupervisor.js"
@@ -46,8 +47,7 @@ import { webhookRecorder, WebhooksLive } from "./webhooks/Live.js"
 
 /** The kernel's stores and ports over the database the configuration names. */
 const KernelLive = Layer.mergeAll(
-  MachinesRepo.layer,
-  OperationsRepo.layer,
+  EngineReads.layer.pipe(Layer.provideMerge(Layer.mergeAll(MachinesRepo.layer, OperationsRepo.layer))),
   SnapshotsRepo.layer,
   IdempotencyKeysRepo.layer,
   SecretBox.layer,

@@ -17,10 +17,7 @@ import type { DomainEvent } from "../kernel/events/DomainEvents.js"
 import { eachEvent } from "../kernel/events/EventRecorders.js"
 import { OutboxMarks } from "../kernel/events/OutboxMarks.js"
 import { Organizations } from "../organizations/Organizations.js"
-import type { MachineRow } from "../runtime/MachinesRepo.js"
-import { MachinesRepo } from "../runtime/MachinesRepo.js"
-import type { OperationRow } from "../runtime/OperationsRepo.js"
-import { OperationsRepo } from "../runtime/OperationsRepo.js"
+import { EngineReads, type MachineRow, type OperationRow } from "../runtime/EngineReads.js"
 import { makePreferences } from "./Preferences.js"
 import { AlertsRepo } from "./Repo.js"
 import { type AlertType, billingRoles, organizationRoles } from "./Types.js"
@@ -98,8 +95,7 @@ const billingCause = (notice: BillingNotice, to: ReadonlyArray<string>): Cause =
 
 export const makeRecorder = Effect.gen(function*() {
   const repo = yield* AlertsRepo
-  const machines = yield* MachinesRepo
-  const operations = yield* OperationsRepo
+  const { machines, operations } = yield* EngineReads
   const organizations = yield* Organizations
   const preferences = yield* makePreferences
   const marks = yield* OutboxMarks

@@ -11,7 +11,7 @@ import { paginate } from "../kernel/http/Pagination.js"
 import { GroupCommit } from "../kernel/sql/GroupCommit.js"
 import { Limits } from "../limits/Limits.js"
 import { Organizations } from "../organizations/Organizations.js"
-import { MachinesRepo } from "../runtime/MachinesRepo.js"
+import { EngineReads } from "../runtime/EngineReads.js"
 import { Accounts } from "./Accounts.js"
 import { creditUsable, hourStart, monthOf, onTrialRules, spendable, trialActive } from "./Money.js"
 import { makeNotices, trialWarningMillis } from "./Notices.js"
@@ -54,7 +54,7 @@ const make = Effect.gen(function*() {
   const commit = yield* GroupCommit
   const limits = yield* Limits
   const audit = yield* AuditLog
-  const machines = yield* MachinesRepo
+  const { machines } = yield* EngineReads
   const organizations = yield* Organizations
   const notices = yield* makeNotices
   const prices = accounts.prices

@@ -13,9 +13,7 @@ import { OrganizationSuspended } from "../kernel/http/Errors.js"
 import { LimitExceeded } from "../kernel/http/MachineErrors.js"
 import { OrganizationStanding } from "../kernel/OrganizationStanding.js"
 import { Organizations } from "../organizations/Organizations.js"
-import type { MachineRow } from "../runtime/MachinesRepo.js"
-import { MachinesRepo } from "../runtime/MachinesRepo.js"
-import { OperationsRepo } from "../runtime/OperationsRepo.js"
+import { EngineReads, type MachineRow } from "../runtime/EngineReads.js"
 
 const hour = 3_600_000
 
@@ -33,8 +31,7 @@ export interface LimitsView {
 
 const make = Effect.gen(function*() {
   const entitlements = yield* Entitlements
-  const machines = yield* MachinesRepo
-  const operations = yield* OperationsRepo
+  const { machines, operations } = yield* EngineReads
   const organizations = yield* Organizations
   const standing = yield* OrganizationStanding
 

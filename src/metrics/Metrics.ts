@@ -8,16 +8,14 @@ import { Context, Effect, Layer } from "effect"
 import { MachineDriver } from "../drivers/MachineDriver.js"
 import { Gauges } from "../kernel/metrics/Gauges.js"
 import { render } from "../kernel/metrics/Prometheus.js"
-import { MachinesRepo } from "../runtime/MachinesRepo.js"
-import { OperationsRepo } from "../runtime/OperationsRepo.js"
+import { EngineReads } from "../runtime/EngineReads.js"
 import { NotReady } from "./Errors.js"
 
 const make = Effect.gen(function*() {
   const gauges = yield* Gauges
   const sql = yield* SqlClient.SqlClient
   const driver = yield* MachineDriver
-  const machines = yield* MachinesRepo
-  const operations = yield* OperationsRepo
+  const { machines, operations } = yield* EngineReads
 
   yield* gauges.register({
     name: "svc_machines",

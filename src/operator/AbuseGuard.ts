@@ -15,7 +15,7 @@ import { sizesOf } from "../kernel/config/MachineSizes.js"
 import { uuidv7 } from "../kernel/domain/Ids.js"
 import { Entitlements } from "../kernel/Entitlements.js"
 import { Machines } from "../machines/Machines.js"
-import { MachinesRepo, type RunningBoot } from "../runtime/MachinesRepo.js"
+import { EngineReads, type RunningBoot } from "../runtime/EngineReads.js"
 import { AbuseFlags } from "./AbuseFlags.js"
 import { type CpuRule, type Due, step, type Track } from "./CpuWindow.js"
 
@@ -30,7 +30,7 @@ export const makeAbuseGuard = Effect.gen(function*() {
   const config = yield* AppConfig
   const settings = config.abuse ?? defaultAbuseGuard
   const sizes = sizesOf(config)
-  const repo = yield* MachinesRepo
+  const repo = (yield* EngineReads).machines
   const driver = yield* MachineDriver
   const entitlements = yield* Entitlements
   const machines = yield* Machines

@@ -3,12 +3,12 @@
  * first organization through this service; the count limits read a member's own machine cap here.
  */
 import { Context, Effect, Layer } from "effect"
-import { MachinesRepo } from "../runtime/MachinesRepo.js"
+import { EngineReads } from "../runtime/EngineReads.js"
 import { OrganizationsRepo } from "./Repo.js"
 
 const make = Effect.gen(function*() {
   const repo = yield* OrganizationsRepo
-  const machines = yield* MachinesRepo
+  const { machines } = yield* EngineReads
   return {
     findById: repo.findById,
     createWithOwner: repo.createWithOwner,

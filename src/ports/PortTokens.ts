@@ -9,7 +9,7 @@ import { randomToken, sha256 } from "../kernel/crypto/Tokens.js"
 import { uuidv7 } from "../kernel/domain/Ids.js"
 import { findPort, parsePorts, portUrl } from "../kernel/domain/Ports.js"
 import { ResourceNotFound } from "../kernel/http/Errors.js"
-import { MachinesRepo } from "../runtime/MachinesRepo.js"
+import { EngineReads } from "../runtime/EngineReads.js"
 import { PortTokensRepo } from "./Repo.js"
 
 /** Where a request carries a port token: a header, a query parameter (GET: moved into the cookie), a cookie. */
@@ -26,7 +26,7 @@ export interface NewPortToken {
 
 const make = Effect.gen(function*() {
   const config = yield* AppConfig
-  const machines = yield* MachinesRepo
+  const { machines } = yield* EngineReads
   const repo = yield* PortTokensRepo
   return {
     /** A token for an exposed port of the organization's live machine; 404 for anything else. */

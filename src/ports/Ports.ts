@@ -16,7 +16,7 @@ import {
   type Requirement
 } from "../kernel/http/Authenticate.js"
 import { CsrfInvalid } from "../kernel/http/Errors.js"
-import { MachinesRepo } from "../runtime/MachinesRepo.js"
+import { EngineReads } from "../runtime/EngineReads.js"
 import { PORT_TOKEN_COOKIE, PORT_TOKEN_HEADER, PortTokens } from "./PortTokens.js"
 
 export type PortAccess =
@@ -35,7 +35,7 @@ export interface PortTarget {
 }
 
 const make = Effect.gen(function*() {
-  const machines = yield* MachinesRepo
+  const { machines } = yield* EngineReads
   const { authenticate } = yield* Authenticate
   const portTokens = yield* PortTokens
 

@@ -19,8 +19,7 @@ import { machineConflicts } from "../kernel/http/MachineErrors.js"
 import { GroupCommit } from "../kernel/sql/GroupCommit.js"
 import { canonicalJson, type Requester } from "../kernel/sql/Idempotency.js"
 import { Machines, type NewMachine, type Origin } from "../machines/Machines.js"
-import { type MachineRow, MachinesRepo } from "../runtime/MachinesRepo.js"
-import { isTerminal, OperationsRepo } from "../runtime/OperationsRepo.js"
+import { EngineReads, isTerminal, type MachineRow } from "../runtime/EngineReads.js"
 import { SnapshotWork } from "../runtime/SnapshotWork.js"
 import { NoSnapshot, SnapshotLimitReached, SnapshotPending, TemplateLimitReached, TemplateNameTaken } from "./Errors.js"
 import { makeRemoval } from "./Removal.js"
@@ -52,8 +51,7 @@ const make = Effect.gen(function*() {
   const config = yield* AppConfig
   const limits = config.snapshots ?? defaultSnapshotSettings
   const machines = yield* Machines
-  const machineRows = yield* MachinesRepo
-  const operations = yield* OperationsRepo
+  const { machines: machineRows, operations } = yield* EngineReads
   const snapshots = yield* SnapshotsRepo
   const commit = yield* GroupCommit
   const outbox = yield* EventRecorders

@@ -14,8 +14,7 @@ import { OutboxMarks } from "../kernel/events/OutboxMarks.js"
 import { iso } from "../kernel/http/Dto.js"
 import { machineDto } from "../machines/Dto.js"
 import { operationDto } from "../operations/Dto.js"
-import { MachinesRepo } from "../runtime/MachinesRepo.js"
-import { OperationsRepo } from "../runtime/OperationsRepo.js"
+import { EngineReads } from "../runtime/EngineReads.js"
 import { WebhooksRepo } from "./Repo.js"
 
 const notQueued = () => undefined
@@ -23,8 +22,7 @@ const notQueued = () => undefined
 export const makeRecorder = Effect.gen(function*() {
   const repo = yield* WebhooksRepo
   const marks = yield* OutboxMarks
-  const machines = yield* MachinesRepo
-  const operations = yield* OperationsRepo
+  const { machines, operations } = yield* EngineReads
   const toMachine = machineDto(yield* AppConfig)
   const toOperation = operationDto(notQueued)
 

@@ -20,7 +20,9 @@ import { OrganizationStanding } from "../../src/kernel/OrganizationStanding.js"
 import * as Database from "../../src/kernel/sql/Database.js"
 import { OrganizationsLive } from "../../src/organizations/Live.js"
 import { PortsLive } from "../../src/ports/Live.js"
+import { EngineReads } from "../../src/runtime/EngineReads.js"
 import { MachinesRepo } from "../../src/runtime/MachinesRepo.js"
+import { OperationsRepo } from "../../src/runtime/OperationsRepo.js"
 import { testConfig } from "../support/TestServer.js"
 
 export const baseUrl = "http://127.0.0.1:8080"
@@ -40,7 +42,13 @@ export const areasLayer = (
     Layer.provideMerge(invitations ?? Layer.empty),
     Layer.provideMerge(OrganizationsLive),
     Layer.provideMerge(
-      Layer.mergeAll(MachinesRepo.layer, Mail.layer, RateLimiter.layer, AuditLog.layer, OrganizationStanding.none)
+      Layer.mergeAll(
+        EngineReads.layer.pipe(Layer.provide(Layer.mergeAll(MachinesRepo.layer, OperationsRepo.layer))),
+        Mail.layer,
+        RateLimiter.layer,
+        AuditLog.layer,
+        OrganizationStanding.none
+      )
     ),
     Layer.provideMerge(Database.layerFile(config.databaseFile)),
     Layer.provideMerge(Layer.succeed(AppConfig, config))
