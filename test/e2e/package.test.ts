@@ -3,7 +3,7 @@
  * empty folder, and the client used from a plain `node` script against a real server: a machine
  * created without the fields the server defaults, waited for, and a command run in it. The
  * declarations are checked too: a TypeScript consumer compiles, and a call missing a required field
- * does not.
+ * does not. The client package @svc-dev/client the same way, installed offline with nothing else.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -73,6 +73,36 @@ export const program = Effect.gen(function*() {
 }).pipe(Effect.catchTag("WaitTimeout", (error: WaitTimeout) => Effect.succeed(error.operation_id)))
 `
 
+/** The Promise client from the client package, as a plain Node program uses it. */
+const plainScript = `
+import { createClient } from "@svc-dev/client"
+
+const svc = createClient({ url: process.env.SVC_URL, apiKey: process.env.SVC_API_KEY })
+const accepted = await svc.machines.create({ payload: { name: "plain" } })
+const created = await svc.wait(accepted)
+const exec = await svc.wait(await svc.machines.exec({ path: { id: accepted.machine_id }, payload: { shell: "echo plain" } }))
+const missing = await svc.machines.get({ path: { id: "00000000-0000-4000-8000-000000000000" } }).catch((e) => e._tag)
+console.log(JSON.stringify({
+  created: created.status,
+  stdout: Buffer.from(exec.exec_result.stdout_base64, "base64").toString(),
+  missing
+}))
+`
+
+const plainConsumer = `
+import { createClient } from "@svc-dev/client"
+
+export const run = async () => {
+  const svc = createClient({ url: "http://127.0.0.1:8080", apiKey: "svc_x" })
+  const accepted = await svc.machines.create({ payload: { name: "typed" } })
+  const done = await svc.wait(accepted)
+  const status: "pending" | "running" | "succeeded" | "failed" | "uncertain" | "correlation_miss" = done.status
+  // @ts-expect-error a machine needs a name
+  await svc.machines.create({ payload: {} })
+  return status
+}
+`
+
 describe("the npm package", () => {
   it.scopedLive(
     "installs from its tarball into an empty folder and its client works from plain node",
@@ -84,6 +114,7 @@ describe("the npm package", () => {
         for (
           const entry of [
             "src",
+            "packages",
             "console",
             "bin",
             "schema",
@@ -159,7 +190,61 @@ describe("the npm package", () => {
           exec: "succeeded",
           stdout: "packaged\n"
         })
+
+        // The client alone, @svc-dev/client (bin/build-client.mjs, declarations from the build above):
+        // packed, installed offline into an empty folder (it depends on nothing), used from plain node
+        // and type-checked from TypeScript.
+        const clientDir = NodePath.join(work, "client")
+        yield* mustExec(
+          process.execPath,
+          ["bin/build-client.mjs", clientDir, NodePath.join(checkout, "dist")],
+          checkout
+        )
+        const clientPacked = yield* mustExec("npm", ["pack", "--silent", "--pack-destination", work], clientDir)
+        const clientTarball = NodePath.join(work, clientPacked.stdout.trim().split("\n").pop()!)
+        const plain = NodePath.join(work, "plain")
+        NodeFs.mkdirSync(plain)
+        NodeFs.writeFileSync(
+          NodePath.join(plain, "package.json"),
+          JSON.stringify({ name: "plain", private: true, type: "module" })
+        )
+        yield* mustExec("npm", ["install", clientTarball, "--offline", "--no-audit", "--no-fund"], plain)
+        assert.deepStrictEqual(
+          NodeFs.readdirSync(NodePath.join(plain, "node_modules")).filter((n) => n !== ".package-lock.json"),
+          [
+            "@svc-dev"
+          ]
+        )
+        NodeFs.writeFileSync(NodePath.join(plain, "use.mjs"), plainScript)
+        const plainUsed = yield* mustExec(process.execPath, ["use.mjs"], plain, {
+          SVC_URL: server.url,
+          SVC_API_KEY: owner.api_key
+        })
+        assert.deepStrictEqual(JSON.parse(plainUsed.stdout), {
+          created: "succeeded",
+          stdout: "plain\n",
+          missing: "resource_not_found"
+        })
+        NodeFs.writeFileSync(NodePath.join(plain, "consumer.ts"), plainConsumer)
+        const plainTyped = yield* exec(process.execPath, [
+          NodePath.join(root, "node_modules/typescript/bin/tsc"),
+          "--noEmit",
+          "--strict",
+          "--module",
+          "nodenext",
+          "--moduleResolution",
+          "nodenext",
+          "--target",
+          "es2022",
+          "--skipLibCheck",
+          "--types",
+          "node",
+          "--typeRoots",
+          NodePath.join(root, "node_modules/@types"),
+          "consumer.ts"
+        ], plain)
+        assert.strictEqual(plainTyped.code, 0, plainTyped.stdout + plainTyped.stderr)
       }),
-    { timeout: 300_000 }
+    { timeout: 600_000 }
   )
 })
