@@ -83,7 +83,8 @@ describe("sandbox spawner", () => {
       yield* Effect.sleep("100 millis")
       assert.isUndefined(stuck.ready)
       spawner.close()
-      assert.isTrue(yield* waitFor(() => gone(pid1!) && gone(stuck.spawned!), 5_000))
+      // The spawner kills them, then ends; its end reaches svc after they are gone (an exit event).
+      assert.isTrue(yield* waitFor(() => gone(pid1!) && gone(stuck.spawned!) && stuck.failed !== undefined, 5_000))
       assert.include(stuck.failed, "the spawner ended")
     }))
 
