@@ -51,6 +51,6 @@ const make = Effect.gen(function*() {
   }
 })
 
-export class Agents extends Context.Tag("svc/services/Agents")<Agents, Effect.Effect.Success<typeof make>>() {
+export class Agents extends Context.Tag("svc/agents/Agents")<Agents, Effect.Effect.Success<typeof make>>() {
   static readonly layer = Layer.scoped(Agents, make)
 }

@@ -88,7 +88,7 @@ const make = Effect.gen(function*() {
   }
 })
 
-export class AgentConversationsRepo extends Context.Tag("svc/persistence/AgentConversationsRepo")<
+export class AgentConversationsRepo extends Context.Tag("svc/agents/AgentConversationsRepo")<
   AgentConversationsRepo,
   Effect.Effect.Success<typeof make>
 >() {

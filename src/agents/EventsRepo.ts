@@ -35,7 +35,7 @@ const make = Effect.gen(function*() {
   }
 })
 
-export class AgentEventsRepo extends Context.Tag("svc/persistence/AgentEventsRepo")<
+export class AgentEventsRepo extends Context.Tag("svc/agents/AgentEventsRepo")<
   AgentEventsRepo,
   Effect.Effect.Success<typeof make>
 >() {

@@ -97,7 +97,7 @@ const make = Effect.gen(function*() {
   }
 })
 
-export class AlertsRepo extends Context.Tag("svc/persistence/AlertsRepo")<
+export class AlertsRepo extends Context.Tag("svc/alerts/AlertsRepo")<
   AlertsRepo,
   Effect.Effect.Success<typeof make>
 >() {

@@ -447,7 +447,7 @@ const make = Effect.gen(function*() {
   }
 })
 
-export class MeterRepo extends Context.Tag("svc/persistence/MeterRepo")<
+export class MeterRepo extends Context.Tag("svc/billing/MeterRepo")<
   MeterRepo,
   Effect.Effect.Success<typeof make>
 >() {

@@ -246,7 +246,7 @@ const make = Effect.gen(function*() {
   }
 })
 
-export class BillingRepo extends Context.Tag("svc/persistence/BillingRepo")<
+export class BillingRepo extends Context.Tag("svc/billing/BillingRepo")<
   BillingRepo,
   Effect.Effect.Success<typeof make>
 >() {

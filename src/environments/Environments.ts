@@ -127,7 +127,7 @@ const make = Effect.gen(function*() {
   }
 })
 
-export class Environments extends Context.Tag("svc/services/Environments")<
+export class Environments extends Context.Tag("svc/environments/Environments")<
   Environments,
   Effect.Effect.Success<typeof make>
 >() {

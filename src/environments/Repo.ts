@@ -38,7 +38,7 @@ const make = Effect.gen(function*() {
   }
 })
 
-export class EnvironmentsRepo extends Context.Tag("svc/persistence/EnvironmentsRepo")<
+export class EnvironmentsRepo extends Context.Tag("svc/environments/EnvironmentsRepo")<
   EnvironmentsRepo,
   Effect.Effect.Success<typeof make>
 >() {

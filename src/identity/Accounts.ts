@@ -164,6 +164,6 @@ const make = Effect.gen(function*() {
   }
 })
 
-export class Accounts extends Context.Tag("svc/services/Accounts")<Accounts, Effect.Effect.Success<typeof make>>() {
+export class Accounts extends Context.Tag("svc/identity/Accounts")<Accounts, Effect.Effect.Success<typeof make>>() {
   static readonly layer = Layer.effect(Accounts, make)
 }

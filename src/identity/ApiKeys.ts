@@ -117,6 +117,6 @@ const make = Effect.gen(function*() {
   }
 })
 
-export class ApiKeys extends Context.Tag("svc/services/ApiKeys")<ApiKeys, Effect.Effect.Success<typeof make>>() {
+export class ApiKeys extends Context.Tag("svc/identity/ApiKeys")<ApiKeys, Effect.Effect.Success<typeof make>>() {
   static readonly layer = Layer.effect(ApiKeys, make)
 }

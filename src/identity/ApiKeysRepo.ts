@@ -61,7 +61,7 @@ const make = Effect.gen(function*() {
   }
 })
 
-export class ApiKeysRepo extends Context.Tag("svc/persistence/ApiKeysRepo")<
+export class ApiKeysRepo extends Context.Tag("svc/identity/ApiKeysRepo")<
   ApiKeysRepo,
   Effect.Effect.Success<typeof make>
 >() {

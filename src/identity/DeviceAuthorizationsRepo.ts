@@ -85,7 +85,7 @@ const make = Effect.gen(function*() {
   }
 })
 
-export class DeviceAuthorizationsRepo extends Context.Tag("svc/persistence/DeviceAuthorizationsRepo")<
+export class DeviceAuthorizationsRepo extends Context.Tag("svc/identity/DeviceAuthorizationsRepo")<
   DeviceAuthorizationsRepo,
   Effect.Effect.Success<typeof make>
 >() {

@@ -199,7 +199,7 @@ const make = Effect.gen(function*() {
   }
 })
 
-export class EmailSignIn extends Context.Tag("svc/services/EmailSignIn")<
+export class EmailSignIn extends Context.Tag("svc/identity/EmailSignIn")<
   EmailSignIn,
   Effect.Effect.Success<typeof make>
 >() {

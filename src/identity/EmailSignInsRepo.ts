@@ -55,7 +55,7 @@ const make = Effect.gen(function*() {
   }
 })
 
-export class EmailSignInsRepo extends Context.Tag("svc/persistence/EmailSignInsRepo")<
+export class EmailSignInsRepo extends Context.Tag("svc/identity/EmailSignInsRepo")<
   EmailSignInsRepo,
   Effect.Effect.Success<typeof make>
 >() {

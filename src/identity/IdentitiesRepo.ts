@@ -38,7 +38,7 @@ const make = Effect.gen(function*() {
   }
 })
 
-export class IdentitiesRepo extends Context.Tag("svc/persistence/IdentitiesRepo")<
+export class IdentitiesRepo extends Context.Tag("svc/identity/IdentitiesRepo")<
   IdentitiesRepo,
   Effect.Effect.Success<typeof make>
 >() {

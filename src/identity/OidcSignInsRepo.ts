@@ -32,7 +32,7 @@ const make = Effect.gen(function*() {
   }
 })
 
-export class OidcSignInsRepo extends Context.Tag("svc/persistence/OidcSignInsRepo")<
+export class OidcSignInsRepo extends Context.Tag("svc/identity/OidcSignInsRepo")<
   OidcSignInsRepo,
   Effect.Effect.Success<typeof make>
 >() {

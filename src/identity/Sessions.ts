@@ -63,6 +63,6 @@ const make = Effect.gen(function*() {
   }
 })
 
-export class Sessions extends Context.Tag("svc/services/Sessions")<Sessions, Effect.Effect.Success<typeof make>>() {
+export class Sessions extends Context.Tag("svc/identity/Sessions")<Sessions, Effect.Effect.Success<typeof make>>() {
   static readonly layer = Layer.effect(Sessions, make)
 }

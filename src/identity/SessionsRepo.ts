@@ -38,7 +38,7 @@ const make = Effect.gen(function*() {
   }
 })
 
-export class SessionsRepo extends Context.Tag("svc/persistence/SessionsRepo")<
+export class SessionsRepo extends Context.Tag("svc/identity/SessionsRepo")<
   SessionsRepo,
   Effect.Effect.Success<typeof make>
 >() {

@@ -42,7 +42,7 @@ const make = Effect.gen(function*() {
 })
 
 export class UsersRepo
-  extends Context.Tag("svc/persistence/UsersRepo")<UsersRepo, Effect.Effect.Success<typeof make>>()
+  extends Context.Tag("svc/identity/UsersRepo")<UsersRepo, Effect.Effect.Success<typeof make>>()
 {
   static readonly layer = Layer.effect(UsersRepo, make)
 }

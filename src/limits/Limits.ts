@@ -103,6 +103,6 @@ const make = Effect.gen(function*() {
   }
 })
 
-export class Limits extends Context.Tag("svc/services/Limits")<Limits, Effect.Effect.Success<typeof make>>() {
+export class Limits extends Context.Tag("svc/limits/Limits")<Limits, Effect.Effect.Success<typeof make>>() {
   static readonly layer = Layer.effect(Limits, make)
 }

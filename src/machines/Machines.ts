@@ -401,6 +401,6 @@ const make = Effect.gen(function*() {
   }
 })
 
-export class Machines extends Context.Tag("svc/services/Machines")<Machines, Effect.Effect.Success<typeof make>>() {
+export class Machines extends Context.Tag("svc/machines/Machines")<Machines, Effect.Effect.Success<typeof make>>() {
   static readonly layer = Layer.effect(Machines, make)
 }

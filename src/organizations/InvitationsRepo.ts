@@ -79,7 +79,7 @@ const make = Effect.gen(function*() {
   }
 })
 
-export class InvitationsRepo extends Context.Tag("svc/persistence/InvitationsRepo")<
+export class InvitationsRepo extends Context.Tag("svc/organizations/InvitationsRepo")<
   InvitationsRepo,
   Effect.Effect.Success<typeof make>
 >() {

@@ -112,7 +112,7 @@ const make = Effect.gen(function*() {
   }
 })
 
-export class OrganizationsRepo extends Context.Tag("svc/persistence/OrganizationsRepo")<
+export class OrganizationsRepo extends Context.Tag("svc/organizations/OrganizationsRepo")<
   OrganizationsRepo,
   Effect.Effect.Success<typeof make>
 >() {

@@ -71,7 +71,7 @@ const make = Effect.gen(function*() {
 })
 
 export class PortTokens
-  extends Context.Tag("svc/services/PortTokens")<PortTokens, Effect.Effect.Success<typeof make>>()
+  extends Context.Tag("svc/ports/PortTokens")<PortTokens, Effect.Effect.Success<typeof make>>()
 {
   static readonly layer = Layer.effect(PortTokens, make)
 }

@@ -25,7 +25,7 @@ const make = Effect.gen(function*() {
   }
 })
 
-export class PortTokensRepo extends Context.Tag("svc/persistence/PortTokensRepo")<
+export class PortTokensRepo extends Context.Tag("svc/ports/PortTokensRepo")<
   PortTokensRepo,
   Effect.Effect.Success<typeof make>
 >() {

@@ -159,7 +159,7 @@ const make = Effect.gen(function*() {
   }
 })
 
-export class MachinesRepo extends Context.Tag("svc/persistence/MachinesRepo")<
+export class MachinesRepo extends Context.Tag("svc/runtime/MachinesRepo")<
   MachinesRepo,
   Effect.Effect.Success<typeof make>
 >() {

@@ -177,7 +177,7 @@ const make = Effect.gen(function*() {
   }
 })
 
-export class OperationsRepo extends Context.Tag("svc/persistence/OperationsRepo")<
+export class OperationsRepo extends Context.Tag("svc/runtime/OperationsRepo")<
   OperationsRepo,
   Effect.Effect.Success<typeof make>
 >() {

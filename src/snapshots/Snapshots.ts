@@ -365,7 +365,7 @@ const make = Effect.gen(function*() {
   }
 })
 
-export class Snapshots extends Context.Tag("svc/services/Snapshots")<
+export class Snapshots extends Context.Tag("svc/snapshots/Snapshots")<
   Snapshots,
   Effect.Effect.Success<typeof make>
 >() {

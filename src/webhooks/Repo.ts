@@ -139,7 +139,7 @@ const make = Effect.gen(function*() {
   }
 })
 
-export class WebhooksRepo extends Context.Tag("svc/persistence/WebhooksRepo")<
+export class WebhooksRepo extends Context.Tag("svc/webhooks/WebhooksRepo")<
   WebhooksRepo,
   Effect.Effect.Success<typeof make>
 >() {

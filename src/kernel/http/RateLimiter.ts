@@ -40,7 +40,7 @@ const make = Effect.sync(() => {
   }
 })
 
-export class RateLimiter extends Context.Tag("svc/services/RateLimiter")<
+export class RateLimiter extends Context.Tag("svc/kernel/http/RateLimiter")<
   RateLimiter,
   Effect.Effect.Success<typeof make>
 >() {

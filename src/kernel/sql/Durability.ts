@@ -26,7 +26,7 @@ export interface DurabilityShape {
   readonly committed: () => number
 }
 
-export class Durability extends Context.Tag("svc/persistence/Durability")<Durability, DurabilityShape>() {}
+export class Durability extends Context.Tag("svc/kernel/sql/Durability")<Durability, DurabilityShape>() {}
 
 /** The number of the last commit the current fiber made (0: none), set by the connection. */
 export const LastCommit = FiberRef.unsafeMake(0)

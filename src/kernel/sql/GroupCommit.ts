@@ -54,7 +54,7 @@ export interface GroupCommitShape {
   readonly applied: <A, E>(job: Effect.Effect<A, E, SqlClient.SqlClient>) => Effect.Effect<A, E>
 }
 
-export class GroupCommit extends Context.Tag("svc/persistence/GroupCommit")<GroupCommit, GroupCommitShape>() {
+export class GroupCommit extends Context.Tag("svc/kernel/sql/GroupCommit")<GroupCommit, GroupCommitShape>() {
   static readonly layer = Layer.scoped(
     GroupCommit,
     Effect.gen(function*() {

@@ -53,7 +53,7 @@ const make = Effect.gen(function*() {
   }
 })
 
-export class IdempotencyKeysRepo extends Context.Tag("svc/persistence/IdempotencyKeysRepo")<
+export class IdempotencyKeysRepo extends Context.Tag("svc/kernel/sql/IdempotencyKeysRepo")<
   IdempotencyKeysRepo,
   Effect.Effect.Success<typeof make>
 >() {

@@ -74,7 +74,7 @@ export interface PreparedShape {
 }
 
 /** Prepared statements run directly on the SqlClient's connection (see the module comment). */
-export class Prepared extends Context.Tag("svc/persistence/Prepared")<Prepared, PreparedShape>() {}
+export class Prepared extends Context.Tag("svc/kernel/sql/Prepared")<Prepared, PreparedShape>() {}
 
 /** Statements kept prepared; past this many distinct texts the map starts over (texts are code's own). */
 const maxStatements = 1000
@@ -119,7 +119,7 @@ const logFlush = (filename: string) => {
  * Wraps the log's flush: tests hold flushes back to see who waits for them, also in a whole server
  * (provided around its build). The product flushes as is.
  */
-export class FlushHook extends Context.Reference<FlushHook>()("svc/persistence/FlushHook", {
+export class FlushHook extends Context.Reference<FlushHook>()("svc/kernel/sql/FlushHook", {
   defaultValue: () => (flush: Flush): Flush => flush
 }) {}
 

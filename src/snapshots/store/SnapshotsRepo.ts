@@ -112,7 +112,7 @@ const make = Effect.gen(function*() {
   }
 })
 
-export class SnapshotsRepo extends Context.Tag("svc/persistence/SnapshotsRepo")<
+export class SnapshotsRepo extends Context.Tag("svc/snapshots/store/SnapshotsRepo")<
   SnapshotsRepo,
   Effect.Effect.Success<typeof make>
 >() {
