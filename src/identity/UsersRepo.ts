@@ -41,8 +41,6 @@ const make = Effect.gen(function*() {
   }
 })
 
-export class UsersRepo
-  extends Context.Tag("svc/identity/UsersRepo")<UsersRepo, Effect.Effect.Success<typeof make>>()
-{
+export class UsersRepo extends Context.Tag("svc/identity/UsersRepo")<UsersRepo, Effect.Effect.Success<typeof make>>() {
   static readonly layer = Layer.effect(UsersRepo, make)
 }

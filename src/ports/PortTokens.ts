@@ -70,8 +70,6 @@ const make = Effect.gen(function*() {
   }
 })
 
-export class PortTokens
-  extends Context.Tag("svc/ports/PortTokens")<PortTokens, Effect.Effect.Success<typeof make>>()
-{
+export class PortTokens extends Context.Tag("svc/ports/PortTokens")<PortTokens, Effect.Effect.Success<typeof make>>() {
   static readonly layer = Layer.effect(PortTokens, make)
 }

@@ -90,6 +90,8 @@ const make = Effect.map(AppConfig, (config) => {
   }
 })
 
-export class SecretBox extends Context.Tag("svc/kernel/crypto/SecretBox")<SecretBox, Effect.Effect.Success<typeof make>>() {
+export class SecretBox
+  extends Context.Tag("svc/kernel/crypto/SecretBox")<SecretBox, Effect.Effect.Success<typeof make>>()
+{
   static readonly layer = Layer.effect(SecretBox, make)
 }
