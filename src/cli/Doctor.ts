@@ -4,11 +4,12 @@
  * to install or change for the failing ones; exit code 1 when a required check fails.
  */
 import { Command, Options } from "@effect/cli"
-import { Config, ConfigProvider, Console, Effect, Option } from "effect"
+import { Config, Console, Effect } from "effect"
 import * as NodeNet from "node:net"
 import * as NodePath from "node:path"
 import { checkHost, type HostCheck } from "../drivers/sandbox/HostCheck.js"
 import { defaultDataDir } from "../kernel/config/AppConfig.js"
+import { settingFlag, settingsWithFlags } from "./SettingFlags.js"
 
 /** Whether something may listen on host:port; a probe server is opened and closed at once. */
 const portCheck = (host: string, port: number) =>
@@ -33,26 +34,17 @@ const line = (check: HostCheck) =>
     check.name.padEnd(19)
   } ${check.detail}`
 
-const flag = (name: string, description: string) =>
-  Options.text(name).pipe(Options.optional, Options.withDescription(description))
-
 export const doctor = Command.make(
   "doctor",
   {
-    host: flag("host", "The address svc will listen on (SVC_HOST, default 127.0.0.1)"),
-    port: flag("port", "The port svc will listen on (SVC_PORT, default 8080)"),
-    dataDir: flag("data-dir", "The data directory to check (SVC_DATA_DIR)"),
-    runtime: flag("runtime", "The machine driver: sandbox (the default) or process (SVC_RUNTIME)"),
+    host: settingFlag("host", "The address svc will listen on (SVC_HOST, default 127.0.0.1)"),
+    port: settingFlag("port", "The port svc will listen on (SVC_PORT, default 8080)"),
+    dataDir: settingFlag("data-dir", "The data directory to check (SVC_DATA_DIR)"),
+    runtime: settingFlag("runtime", "The machine driver: sandbox (the default) or process (SVC_RUNTIME)"),
     json: Options.boolean("json").pipe(Options.withDescription("Print one JSON array of the checks instead of lines"))
   },
-  (flags) => {
-    const overrides = new Map<string, string>()
-    const set = (name: string, value: Option.Option<string>) => Option.map(value, (v) => overrides.set(name, v))
-    set("SVC_HOST", flags.host)
-    set("SVC_PORT", flags.port)
-    set("SVC_DATA_DIR", flags.dataDir)
-    set("SVC_RUNTIME", flags.runtime)
-    return Effect.gen(function*() {
+  (flags) =>
+    Effect.gen(function*() {
       const host = yield* Config.string("SVC_HOST").pipe(Config.withDefault("127.0.0.1"))
       const port = yield* Config.port("SVC_PORT").pipe(Config.withDefault(8080))
       const dataDir = NodePath.resolve(yield* Config.string("SVC_DATA_DIR").pipe(Config.withDefault(defaultDataDir())))
@@ -73,9 +65,11 @@ export const doctor = Command.make(
       }
       if (failed.length > 0) process.exitCode = 1
     }).pipe(
-      Effect.withConfigProvider(
-        ConfigProvider.fromMap(overrides).pipe(ConfigProvider.orElse(() => ConfigProvider.fromEnv()))
-      )
+      Effect.withConfigProvider(settingsWithFlags({
+        SVC_HOST: flags.host,
+        SVC_PORT: flags.port,
+        SVC_DATA_DIR: flags.dataDir,
+        SVC_RUNTIME: flags.runtime
+      }))
     )
-  }
 ).pipe(Command.withDescription("Check that this host has what svc needs, and say what to install"))

@@ -1,11 +1,9 @@
-import { Command, Options } from "@effect/cli"
-import { ConfigProvider, Effect, Layer, Option } from "effect"
+import { Command } from "@effect/cli"
+import { Effect, Layer } from "effect"
 import { AppLive } from "../App.js"
 import * as AppConfig from "../kernel/config/AppConfig.js"
+import { settingFlag, settingsWithFlags } from "./SettingFlags.js"
 import { StartFailed } from "./StartRefusals.js"
-
-const flag = (name: string, description: string) =>
-  Options.text(name).pipe(Options.optional, Options.withDescription(description))
 
 /**
  * Builds the server and keeps it until interrupted, as Layer.launch does; a defect while building
@@ -26,21 +24,18 @@ const launch = <E>(app: Layer.Layer<never, E>) =>
 export const serve = Command.make(
   "serve",
   {
-    host: flag("host", "The address to listen on (SVC_HOST, default 127.0.0.1)"),
-    port: flag("port", "The port to listen on (SVC_PORT, default 8080)"),
-    dataDir: flag("data-dir", "Where the database, disks and snapshots live (SVC_DATA_DIR)"),
-    runtime: flag("runtime", "The machine driver: sandbox or process (SVC_RUNTIME; docs/drivers.md)"),
-    baseUrl: flag("base-url", "The public address of the API (SVC_BASE_URL)")
+    host: settingFlag("host", "The address to listen on (SVC_HOST, default 127.0.0.1)"),
+    port: settingFlag("port", "The port to listen on (SVC_PORT, default 8080)"),
+    dataDir: settingFlag("data-dir", "Where the database, disks and snapshots live (SVC_DATA_DIR)"),
+    runtime: settingFlag("runtime", "The machine driver: sandbox or process (SVC_RUNTIME; docs/drivers.md)"),
+    baseUrl: settingFlag("base-url", "The public address of the API (SVC_BASE_URL)")
   },
-  (flags) => {
-    const overrides = new Map<string, string>()
-    const set = (name: string, value: Option.Option<string>) => Option.map(value, (v) => overrides.set(name, v))
-    set("SVC_HOST", flags.host)
-    set("SVC_PORT", flags.port)
-    set("SVC_DATA_DIR", flags.dataDir)
-    set("SVC_RUNTIME", flags.runtime)
-    set("SVC_BASE_URL", flags.baseUrl)
-    const provider = ConfigProvider.fromMap(overrides).pipe(ConfigProvider.orElse(() => ConfigProvider.fromEnv()))
-    return launch(AppLive(AppConfig.layer)).pipe(Effect.withConfigProvider(provider))
-  }
+  (flags) =>
+    launch(AppLive(AppConfig.layer)).pipe(Effect.withConfigProvider(settingsWithFlags({
+      SVC_HOST: flags.host,
+      SVC_PORT: flags.port,
+      SVC_DATA_DIR: flags.dataDir,
+      SVC_RUNTIME: flags.runtime,
+      SVC_BASE_URL: flags.baseUrl
+    })))
 ).pipe(Command.withDescription("Start the service: API, sign-in pages and workers in one process"))
