@@ -23,6 +23,12 @@ const gone = (pid: number) => {
   return stat === undefined || stat.state === "Z"
 }
 
+/** The parent of `pid` (field 4 of /proc/<pid>/stat). */
+const parentOf = (pid: number) => {
+  const text = NodeFs.readFileSync(`/proc/${pid}/stat`, "latin1")
+  return Number(text.slice(text.lastIndexOf(")") + 2).split(" ")[1])
+}
+
 const logFile = () => NodePath.join(NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "svc-spawner-")), "log")
 
 /** A sandbox like a machine's, whose first process writes its byte on fd 4 when `ready` (else never). */
@@ -64,9 +70,10 @@ describe("sandbox spawner", () => {
         assert.isTrue(yield* waitFor(() => failing.failed !== undefined, 5_000))
         assert.include(failing.failed, "bwrap ended (exit 1)")
         assert.include(NodeFs.readFileSync(broken.logFile, "utf8"), "no-such-option")
+        // A sandbox that was up outlives the spawner: judged once the spawner (bwrap's parent) is gone.
+        const spawnerPid = kind === "host" ? parentOf(up.spawned!) : undefined
         spawner.close()
-        // A sandbox that was up outlives the spawner.
-        yield* Effect.sleep("100 millis")
+        if (spawnerPid !== undefined) assert.isTrue(yield* waitFor(() => gone(spawnerPid), 5_000), "the spawner ended")
         assert.isFalse(gone(up.ready!))
         process.kill(up.ready!, "SIGKILL")
         assert.isTrue(yield* waitFor(() => gone(up.ready!), 5_000))
@@ -80,12 +87,15 @@ describe("sandbox spawner", () => {
       const stuck = startWith(spawner, sandbox(tools.bwrap, false))
       assert.isTrue(yield* waitFor(() => stuck.spawned !== undefined && childrenOf(stuck.spawned).length > 0, 5_000))
       const [pid1] = childrenOf(stuck.spawned!)
-      yield* Effect.sleep("100 millis")
+      // The idle signal: a sandbox started after it, through the same spawner, is ready; it is not.
+      const later = startWith(spawner, sandbox(tools.bwrap, true))
+      assert.isTrue(yield* waitFor(() => later.ready !== undefined, 5_000))
       assert.isUndefined(stuck.ready)
       spawner.close()
       // The spawner kills them, then ends; its end reaches svc after they are gone (an exit event).
       assert.isTrue(yield* waitFor(() => gone(pid1!) && gone(stuck.spawned!) && stuck.failed !== undefined, 5_000))
       assert.include(stuck.failed, "the spawner ended")
+      process.kill(later.ready!, "SIGKILL")
     }))
 
   it.live("a machine's network namespace, with its network job beside bwrap: ready needs both; a failed boot ends the job", () =>
@@ -124,11 +134,14 @@ describe("sandbox spawner", () => {
       assert.include(NodeFs.readFileSync(`/proc/${up.ready}/net/dev`, "utf8"), "lo:", "lo is there")
       const stuck = boot("stuck", false)
       assert.isTrue(yield* waitFor(() => NodeFs.existsSync(NodePath.join(dir, "job-stuck")), 5_000))
-      yield* Effect.sleep("200 millis")
+      // The idle signal: a boot started after it, through the same spawner, is ready; it is not.
+      const later = boot("later", true)
+      assert.isTrue(yield* waitFor(() => later.ready !== undefined, 5_000))
       assert.isUndefined(stuck.ready, "not ready without the job's byte")
       const jobPid = Number(NodeFs.readFileSync(NodePath.join(dir, "job-stuck"), "utf8"))
       spawner.close()
       assert.isTrue(yield* waitFor(() => gone(jobPid), 5_000), "the job ends with its boot")
       process.kill(up.ready!, "SIGKILL")
+      process.kill(later.ready!, "SIGKILL")
     }))
 })
