@@ -6,11 +6,12 @@
  * once and in acceptance order (as test/e2e/durability.test.ts shows for SQLite).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit, Fiber } from "effect"
+import { Effect } from "effect"
 import * as NodeCrypto from "node:crypto"
-import { destroyMachines, kill, run, serve } from "../support/Binary.js"
+import { destroyMachines, run, serve } from "../support/Binary.js"
+import { eachRanOnceInOrder, execBurstKilledMidway } from "../support/Bursts.js"
 import { client } from "../support/Http.js"
-import { decode, eventually, runningMachine, settled, sh } from "../support/Machines.js"
+import { decode, runningMachine, sh } from "../support/Machines.js"
 import { startPostgres } from "../support/Postgres.js"
 import { freePort, tempDir } from "../support/TestServer.js"
 
@@ -57,41 +58,10 @@ describe("svc on PostgreSQL", () => {
         const hello = yield* sh(api, ids[0]!, "echo hello")
         assert.strictEqual(decode(hello.exec_result.stdout_base64), "hello\n")
 
-        // Per machine, requests go one after another, so acceptance order is the order of `n`.
-        const answered = ids.map(() => [] as Array<string>)
-        const burst = Effect.forEach(ids, (id, index) =>
-          Effect.gen(function*() {
-            for (let n = 0; n < perMachine; n++) {
-              const reply = yield* Effect.exit(api("POST", `/v1/machines/${id}/exec`, {
-                json: { shell: `echo ${n} >> /workspace/log; sleep 0.01` }
-              }))
-              if (Exit.isFailure(reply)) return // the server is gone
-              assert.strictEqual(reply.value.status, 202)
-              answered[index]!.push(reply.value.body.operation_id)
-            }
-          }), { concurrency: "unbounded", discard: true })
-        const fiber = yield* Effect.fork(burst)
-        yield* eventually(Effect.sync(() => answered.flat().length >= (machines * perMachine) / 2 ? true : undefined))
-        yield* kill(first)
-        yield* Fiber.join(fiber)
-        assert.isBelow(answered.flat().length, machines * perMachine, "the kill came in the middle of the burst")
+        const answered = yield* execBurstKilledMidway(api, ids, perMachine, first)
 
         yield* serve(env)
-        for (const [index, id] of ids.entries()) {
-          for (const operationId of answered[index]!) {
-            const operation = yield* settled(api, operationId, 60_000)
-            assert.strictEqual(operation.status, "succeeded", JSON.stringify(operation))
-          }
-          // An exec whose 202 was lost with the process may exist too: it is the next number.
-          const execs = (yield* api("GET", `/v1/machines/${id}/operations?limit=100`)).body.items
-            .filter((operation: any) => operation.kind === "exec" && operation.id !== hello.id)
-          for (const operation of execs) yield* settled(api, operation.id, 60_000)
-          assert.includeMembers(execs.map((operation: any) => operation.id), answered[index]!)
-          assert.oneOf(execs.length - answered[index]!.length, [0, 1])
-          const log = yield* sh(api, id, "cat /workspace/log")
-          const lines = decode(log.exec_result.stdout_base64).trim().split("\n").map(Number)
-          assert.deepStrictEqual(lines, Array.from({ length: execs.length }, (_, n) => n), `machine ${index}`)
-        }
+        yield* eachRanOnceInOrder(api, ids, answered, [hello.id])
       }),
     240_000
   )
