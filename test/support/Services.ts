@@ -25,8 +25,11 @@ export const services = (overrides: Partial<AppConfigShape> = {}, wrapDriver?: D
     return yield* Layer.build(servicesWith(driver).pipe(Layer.provideMerge(Layer.succeed(AppConfig, config))))
   })
 
-/** Waits in real time (the machines run on the host, not on the test's Clock) until `check` answers. */
-export const until = <A, E, R>(check: Effect.Effect<A | undefined, E, R>, ms = 30_000) =>
+/**
+ * Waits in real time (the machines run on the host, not on the test's Clock) until `check` answers;
+ * up to 60 s, within the test's 90: on a loaded host a PostgreSQL run took over 30 s here.
+ */
+export const until = <A, E, R>(check: Effect.Effect<A | undefined, E, R>, ms = 60_000) =>
   Effect.gen(function*() {
     const deadline = Date.now() + ms
     while (true) {
