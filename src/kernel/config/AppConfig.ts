@@ -118,7 +118,28 @@ export interface AppConfigShape {
    * outbound TLS client besides Node's defaults (src/kernel/tls/TrustedCas.ts). Absent: none.
    */
   readonly extraCaCerts?: ReadonlyArray<string> | undefined
+  /** `SVC_HOST_ID`: this node's host (docs/scale-out.md); absent: `defaultHostId()`. */
+  readonly hostId?: string | undefined
+  /** `SVC_INTERNAL_URL`: where the other nodes reach this one; absent: the base URL. */
+  readonly internalUrl?: string | undefined
+  /** `SVC_HOST_CAPACITY`: machines this host may run at once for placement; absent: unlimited. */
+  readonly hostCapacity?: number | undefined
 }
+
+/** A host id: 1-63 of `[a-z0-9-]` (a DNS label's letters, lower case). */
+export const hostIdPattern = /^[a-z0-9-]{1,63}$/
+
+/** `SVC_HOST_ID` when unset: the machine's hostname, lower-cased. */
+export const defaultHostId = () => NodeOs.hostname().toLowerCase()
+
+/** The node's host settings, with their defaults (tests build configurations without them). */
+export const hostSettingsOf = (
+  config: Pick<AppConfigShape, "hostId" | "internalUrl" | "hostCapacity" | "baseUrl">
+) => ({
+  hostId: config.hostId ?? defaultHostId(),
+  internalUrl: config.internalUrl ?? config.baseUrl,
+  capacity: config.hostCapacity ?? null
+})
 
 export interface AbuseGuardSettings {
   /** `SVC_ABUSE_GUARD`: whose machines are watched: trial organizations, all, or none. */
@@ -301,6 +322,16 @@ const database = (dataDir: string) =>
     })
   )
 
+/** `SVC_HOST_ID`: checked here, so a hostname that is no host id stops the start with one line. */
+const hostIdSetting = Config.string("SVC_HOST_ID").pipe(
+  Config.withDefault(defaultHostId()),
+  Config.mapOrFail((value): Parsed<string> =>
+    hostIdPattern.test(value.trim())
+      ? ok(value.trim())
+      : bad("SVC_HOST_ID", `"${value}" is not a host id: 1-63 of a-z, 0-9 and -; set SVC_HOST_ID`)
+  )
+)
+
 const load = Effect.gen(function*() {
   const host = yield* Config.string("SVC_HOST").pipe(Config.withDefault("127.0.0.1"))
   const port = yield* Config.port("SVC_PORT").pipe(Config.withDefault(8080))
@@ -328,6 +359,17 @@ const load = Effect.gen(function*() {
     host,
     port,
     baseUrl,
+    hostId: yield* hostIdSetting,
+    internalUrl: (yield* Config.url("SVC_INTERNAL_URL").pipe(Config.option)).pipe(
+      Option.map((url) => url.toString().replace(/\/$/, "")),
+      Option.getOrElse(() => baseUrl)
+    ),
+    hostCapacity: Option.getOrUndefined(
+      yield* Config.integer("SVC_HOST_CAPACITY").pipe(
+        Config.validate({ message: "must be at least 1", validation: (n) => n >= 1 }),
+        Config.option
+      )
+    ),
     uiUrl,
     dataDir,
     databaseFile,
