@@ -3,6 +3,7 @@
  * agent's working folder, the machine's home) and listed at the end of the prompt's text.
  */
 import { Effect } from "effect"
+import { guestArgv } from "../drivers/Guest.js"
 import type { MachineDriverShape } from "../drivers/MachineDriver.js"
 
 export const attachmentsFolder = ".svc/attachments"
@@ -19,7 +20,7 @@ export const attachmentBytes = (attachments: ReadonlyArray<Attachment>) =>
 /** Writes one file into the machine (relative paths are from its home). */
 export const writeInto = (driver: MachineDriverShape, machineId: string, path: string, data: Uint8Array) =>
   driver.exec(machineId, {
-    argv: ["/bin/sh", "-c", `mkdir -p "$(dirname "$1")" && cat > "$1"`, "write", path],
+    argv: guestArgv("write-file", path),
     stdin: data
   }, () => Effect.void)
 

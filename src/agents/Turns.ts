@@ -4,6 +4,7 @@
  * finished in one transaction. Turns left open by an earlier process are failed when this is built.
  */
 import { Clock, Deferred, Effect, Option, Queue } from "effect"
+import { guestArgv } from "../drivers/Guest.js"
 import { MachineDriver } from "../drivers/MachineDriver.js"
 import { type DomainEvent, DomainEvents } from "../kernel/events/DomainEvents.js"
 import { EventRecorders } from "../kernel/events/EventRecorders.js"
@@ -118,7 +119,7 @@ export const makeTurns = (log: EventLog, finishedEvent: (row: TurnRow) => Domain
           return yield* failure(`could not write the attachment ${written.name} into the machine`)
         }
         const check = yield* Effect.either(driver.exec(turn.machine_id, {
-          argv: ["/bin/sh", "-c", `test -x "$1"`, "check", `${tools}/${provider.bin}`]
+          argv: guestArgv("executable", `${tools}/${provider.bin}`)
         }, () => Effect.void))
         if (check._tag === "Left" || check.right.exitCode !== 0) {
           return yield* failure(

@@ -1,6 +1,7 @@
 /**
  * Programs svc runs that are not TypeScript (`launcher/launcher.pl`, `sandbox/namespaces.pl`, `sandbox/spawner.pl`,
- * `sandbox/net.sh`, `sandbox/disk.sh`), as text.
+ * `sandbox/net.sh`, `sandbox/disk.sh`,
+ * `guest/*.sh`), as text.
  *
  * bin/build.mjs puts their text into the bundle as `SVC_EMBEDDED` (esbuild `define`), so the
  * bundle (and a single executable made from it) needs no source tree. Run from the sources (tsx,
@@ -18,6 +19,7 @@ export type EmbeddedProgram =
   | "sandbox/spawner.pl"
   | "sandbox/net.sh"
   | "sandbox/disk.sh"
+  | `guest/${string}.sh`
 
 export const embeddedText = (program: EmbeddedProgram): string => {
   const bundled = typeof SVC_EMBEDDED === "undefined" ? undefined : SVC_EMBEDDED[program]

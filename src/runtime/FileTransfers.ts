@@ -8,6 +8,7 @@
  * mailbox for its next operation.
  */
 import { Deferred, Duration, Effect, Exit } from "effect"
+import { guestArgv } from "../drivers/Guest.js"
 import type { ExecRequest, MachineDriverShape } from "../drivers/MachineDriver.js"
 import type { FileRange, Outcome } from "./Outcome.js"
 
@@ -212,13 +213,11 @@ export const writeFile = (
   cancel: Effect.Effect<void>
 ) =>
   Effect.gen(function*() {
-    const redirect = request.append ? ">>" : ">"
-    const chmod = typeof request.mode === "string" ? ` && chmod ${request.mode} "$1"` : ""
     const ended = yield* boundedExec(
       driver,
       machineId,
       {
-        argv: ["/bin/sh", "-c", `mkdir -p "$(dirname "$1")" && cat ${redirect} "$1"${chmod}`, "write", request.path],
+        argv: guestArgv("write-file", request.path, request.append ? "append" : "replace", request.mode ?? ""),
         stdin: request.data,
         once: operationId
       },

@@ -5,6 +5,7 @@
  * open (the IdleHolds port, filled in Live.ts, holds its idle_sleep off) and moves `last_activity_at` at its end.
  */
 import { Clock, Context, Effect, Layer, Option, type Queue } from "effect"
+import { guestArgv } from "../drivers/Guest.js"
 import { type DriverError, MachineDriver, type NotRunning, type TerminalInput } from "../drivers/MachineDriver.js"
 import { AppConfig } from "../kernel/config/AppConfig.js"
 import { randomToken, sha256 } from "../kernel/crypto/Tokens.js"
@@ -22,7 +23,7 @@ export const ticketSeconds = 60
 export const TICKET_PARAM = "ticket"
 
 /** What runs when the request names no command: the machine's bash as a login shell, else sh. */
-export const loginShell = ["/bin/sh", "-c", "if command -v bash >/dev/null 2>&1; then exec bash -l; fi; exec sh -l"]
+export const loginShell = guestArgv("login-shell")
 
 export interface TerminalRequest {
   readonly cols: number

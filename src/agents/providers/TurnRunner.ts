@@ -9,25 +9,19 @@
  * ends with a SIGKILL sweep, so no agent process outlives its turn.
  */
 import { Deferred, Effect, Exit, Fiber, Option, Queue, Ref } from "effect"
+import { guestArgv } from "../../drivers/Guest.js"
 import type { MachineDriverShape } from "../../drivers/MachineDriver.js"
 import type { AgentProviderShape, EventBody } from "./AgentProvider.js"
 import { escalate, type Step } from "./Interrupt.js"
 import type { ReasoningEffort } from "./Schemas.js"
 
 /**
- * Runs the agent only when one of the provider's key variables (a space-separated list, `$1`) is
- * set in the machine's environment; else exits `keyMissingExit` at once. Without a key the agents
- * do not fail: they retry a provider that refuses them, some for minutes.
+ * guest/key-check.sh runs the agent only when one of the provider's key variables is set in the
+ * machine's environment; else it exits with these at once. Without a key the agents do not fail:
+ * they retry a provider that refuses them, some for minutes.
  */
 const keyMissingExit = 97
 const keyMissingMark = "svc: no provider key"
-const keyCheck = `keys=$1; shift
-for name in $keys; do
-  eval "value=\\\${$name:-}"
-  if [ -n "$value" ]; then exec "$@"; fi
-done
-echo "${keyMissingMark}" >&2
-exit ${keyMissingExit}`
 
 export interface Steer {
   readonly inputId: string
@@ -231,7 +225,7 @@ const runOnce = (
     const exited = yield* Deferred.make<void>()
     const keys = provider.keys(spec.model)
     const exec = yield* driver.exec(spec.machineId, {
-      argv: keys.length === 0 ? plan.argv : ["/bin/sh", "-c", keyCheck, "key-check", keys.join(" "), ...plan.argv],
+      argv: keys.length === 0 ? plan.argv : guestArgv("key-check", keys.join(" "), ...plan.argv),
       env: { ...plan.env, [turnMarker]: spec.turnId },
       input: stdin
     }, onOutput).pipe(
