@@ -19,13 +19,11 @@ const opensDatabase = /support\/(Services|TestServer)\.js|billingServices|from "
 /**
  * Known not to pass on PostgreSQL yet (docs/scale-out.md "What does not work yet"): two snapshot
  * tests hang while a machine's create is held in the driver; cancel's grace test (on the TestClock)
- * never sees its start end `correlation_miss`; invitations' race of two accepts sometimes answers
- * the loser `already_member` rather than `invitation_closed` (no row lock yet).
+ * never sees its start end `correlation_miss`.
  */
 const notYet = [
   "test/snapshots/snapshots.test.ts",
-  "test/runtime/cancel.test.ts",
-  "test/organizations/invitations.test.ts"
+  "test/runtime/cancel.test.ts"
 ]
 
 const files = (folder: string): Array<string> =>

@@ -4,6 +4,7 @@
  */
 import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer } from "effect"
+import { makeRowLocks } from "../kernel/sql/RowLocks.js"
 
 export interface AgentEventRow {
   readonly conversation_id: string
@@ -17,15 +18,26 @@ export interface AgentEventRow {
 
 const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
+  const locks = yield* makeRowLocks
   return {
-    /** Appends one event and answers its seq. */
-    append: (conversationId: string, turnId: string | null, type: string, data: unknown, now: number) =>
-      sql<{ seq: number }>`INSERT INTO agent_events (conversation_id, seq, turn_id, type, data, created_at)
+    /**
+     * Appends one event and answers its seq. On PostgreSQL the conversation's row is locked until
+     * the append commits: two nodes never take one number, and numbers commit in order, so a reader
+     * past `seq` never misses a lower one committed later.
+     */
+    append: (conversationId: string, turnId: string | null, type: string, data: unknown, now: number) => {
+      const insert = sql<
+        { seq: number }
+      >`INSERT INTO agent_events (conversation_id, seq, turn_id, type, data, created_at)
         SELECT ${conversationId}, COALESCE(MAX(seq), 0) + 1, ${turnId}, ${type}, ${JSON.stringify(data)}, ${now}
         FROM agent_events WHERE conversation_id = ${conversationId} RETURNING seq`.pipe(
         Effect.map((rows) => Number(rows[0]!.seq)),
         Effect.orDie
-      ),
+      )
+      return locks.shared
+        ? Effect.orDie(sql.withTransaction(Effect.zipRight(locks.row("agent_conversations", conversationId), insert)))
+        : insert
+    },
     after: (conversationId: string, cursor: number, limit: number) =>
       sql<AgentEventRow>`SELECT * FROM agent_events WHERE conversation_id = ${conversationId} AND seq > ${cursor}
         ORDER BY seq LIMIT ${limit}`.pipe(Effect.orDie),

@@ -1,8 +1,8 @@
 /**
  * Count limits per organization tier (api.md LimitsDto): machines running at once and boots per
  * hour, plus a member's own `max_running_machines`. Checked inside the accept transaction of
- * create (with start), start and restart, against projected states, so two concurrent requests
- * cannot both take the last slot. The tier, its limits and the money rules come from the
+ * create (with start), start and restart, against projected states, with the organization's row
+ * locked on PostgreSQL, so two concurrent requests (on one node or two) cannot both take the last slot. The tier, its limits and the money rules come from the
  * Entitlements port (billing fills it): `checkAccept` asks it before counting.
  */
 import { Clock, Context, Effect, Layer, Option } from "effect"
@@ -12,6 +12,7 @@ import { Entitlements } from "../kernel/Entitlements.js"
 import { OrganizationSuspended } from "../kernel/http/Errors.js"
 import { LimitExceeded } from "../kernel/http/MachineErrors.js"
 import { OrganizationStanding } from "../kernel/OrganizationStanding.js"
+import { makeRowLocks } from "../kernel/sql/RowLocks.js"
 import { Organizations } from "../organizations/Organizations.js"
 import { EngineReads, type MachineRow } from "../runtime/EngineReads.js"
 
@@ -34,6 +35,7 @@ const make = Effect.gen(function*() {
   const { machines, operations } = yield* EngineReads
   const organizations = yield* Organizations
   const standing = yield* OrganizationStanding
+  const locks = yield* makeRowLocks
 
   const view = (organizationId: string) =>
     Effect.gen(function*() {
@@ -69,6 +71,8 @@ const make = Effect.gen(function*() {
       change: { readonly size: MachineSize; readonly boots: boolean }
     ) =>
       Effect.gen(function*() {
+        // Accepts racing on other nodes count one after another (src/kernel/sql/RowLocks.ts).
+        yield* locks.row("organizations", organizationId)
         const headed = change.boots ? yield* machines.headedForRunning(organizationId) : []
         yield* entitlements.admit(organizationId, {
           size: change.size,

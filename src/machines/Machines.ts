@@ -27,6 +27,7 @@ import { machineConflicts, NameTaken, RuntimeUnavailable } from "../kernel/http/
 import { paginate } from "../kernel/http/Pagination.js"
 import { GroupCommit } from "../kernel/sql/GroupCommit.js"
 import { canonicalJson, makeIdempotency, type Requester } from "../kernel/sql/Idempotency.js"
+import { makeRowLocks } from "../kernel/sql/RowLocks.js"
 import { Limits } from "../limits/Limits.js"
 import { MachineEnvironments } from "../runtime/MachineEnvironments.js"
 import { type MachinePatch, type MachineRow, MachinesRepo } from "../runtime/MachinesRepo.js"
@@ -77,6 +78,7 @@ const make = Effect.gen(function*() {
   const machines = yield* MachinesRepo
   const operations = yield* OperationsRepo
   const idempotency = yield* makeIdempotency
+  const locks = yield* makeRowLocks
   const supervisor = yield* MachineSupervisor
   const limits = yield* Limits
   const environments = yield* MachineEnvironments
@@ -205,6 +207,8 @@ const make = Effect.gen(function*() {
           const again = yield* replay(requester, fingerprint)
           if (Option.isSome(again)) return { answer: again.value, fresh: false }
           yield* runtimeReady
+          // Another node's create in the organization commits first: its name and its slot count.
+          yield* locks.row("organizations", requester.organizationId)
           if (yield* machines.liveNameTaken(requester.organizationId, body.name, null)) {
             return yield* new NameTaken({ detail: `A live machine is already named ${body.name}` })
           }
@@ -286,6 +290,8 @@ const make = Effect.gen(function*() {
           const again = yield* replay(requester, fingerprint)
           if (Option.isSome(again)) return { answer: again.value, fresh: false }
           yield* runtimeReady
+          // Another node's accept on this machine commits first: its projected state is the one checked.
+          yield* locks.row("machines", machineId)
           const found = yield* machines.findIn(requester.organizationId, machineId)
           if (Option.isNone(found)) return yield* new ResourceNotFound({ detail: "Machine not found" })
           const machine = found.value

@@ -182,12 +182,15 @@ const make = Effect.gen(function*() {
           })
         }
         const organizationId = invitation.organization_id
-        if (Option.isSome(yield* organizations.membership(organizationId, invitee.userId))) {
-          return yield* new AlreadyMember({ detail: "You are already a member of this organization" })
-        }
+        // The invitation is taken first, then membership is asked, in one transaction: a second
+        // accept of one link waits for the first's (its row is locked by the update) and finds it
+        // closed, whenever it runs; a member's own accept is rolled back.
         yield* Effect.gen(function*() {
           if (!(yield* repo.accept(invitation.id, invitee.userId, now))) {
             return yield* new InvitationClosed({ detail: "The invitation was just used or closed" })
+          }
+          if (Option.isSome(yield* organizations.membership(organizationId, invitee.userId))) {
+            return yield* new AlreadyMember({ detail: "You are already a member of this organization" })
           }
           yield* organizations.addMember(organizationId, invitee.userId, invitation.role, now)
           yield* audit.record({

@@ -18,6 +18,7 @@ import { ResourceNotFound } from "../kernel/http/Errors.js"
 import { machineConflicts } from "../kernel/http/MachineErrors.js"
 import { GroupCommit } from "../kernel/sql/GroupCommit.js"
 import { canonicalJson, type Requester } from "../kernel/sql/Idempotency.js"
+import { makeRowLocks } from "../kernel/sql/RowLocks.js"
 import { Machines, type NewMachine, type Origin } from "../machines/Machines.js"
 import { EngineReads, isTerminal, type MachineRow } from "../runtime/EngineReads.js"
 import { SnapshotWork } from "../runtime/SnapshotWork.js"
@@ -54,6 +55,7 @@ const make = Effect.gen(function*() {
   const { machines: machineRows, operations } = yield* EngineReads
   const snapshots = yield* SnapshotsRepo
   const commit = yield* GroupCommit
+  const locks = yield* makeRowLocks
   const outbox = yield* EventRecorders
   const work = yield* SnapshotWork
   const store = yield* SnapshotStore
@@ -249,6 +251,8 @@ const make = Effect.gen(function*() {
       Effect.flatMap(
         machines.change(requester, machineId, "snapshot", { tier: "warm", template: name }, (accepted) =>
           Effect.gen(function*() {
+            // Another node's template in the organization commits first (its name, its count).
+            yield* locks.row("organizations", requester.organizationId)
             const taken = yield* snapshots.findTemplate(requester.organizationId, name)
             if (Option.isSome(taken) && taken.value.status !== "failed") {
               return yield* new TemplateNameTaken({ detail: `A template is already named ${name}` })

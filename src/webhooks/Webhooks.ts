@@ -10,6 +10,7 @@ import { uuidv7 } from "../kernel/domain/Ids.js"
 import { InvalidRequest, ResourceNotFound } from "../kernel/http/Errors.js"
 import { Outbound } from "../kernel/http/Outbound.js"
 import { paginate } from "../kernel/http/Pagination.js"
+import { makeRowLocks } from "../kernel/sql/RowLocks.js"
 import { WebhookLimitReached, WebhooksUnavailable } from "./Errors.js"
 import type { WebhookEventType } from "./Events.js"
 import { type WebhookPatch, type WebhookRow, WebhooksRepo } from "./Repo.js"
@@ -49,6 +50,7 @@ const make = Effect.gen(function*() {
   const outbound = yield* Outbound
   const config = yield* AppConfig
   const sql = yield* SqlClient.SqlClient
+  const locks = yield* makeRowLocks
   const sender = yield* WebhookSender
 
   const available = config.secretKeys.kind === "none"
@@ -95,6 +97,8 @@ const make = Effect.gen(function*() {
           secret_rotated_at: null
         }
         yield* sql.withTransaction(Effect.gen(function*() {
+          // Creates racing on other nodes count one after another.
+          yield* locks.row("organizations", organizationId)
           if ((yield* repo.count(organizationId)) >= maxEndpoints) {
             return yield* new WebhookLimitReached({
               detail: `An organization has at most ${maxEndpoints} webhook endpoints`

@@ -7,6 +7,7 @@
 import { Effect, Option } from "effect"
 import { IdempotencyConflict } from "../http/MachineErrors.js"
 import { IdempotencyKeysRepo, type KeyAnswer } from "./IdempotencyKeysRepo.js"
+import { makeRowLocks } from "./RowLocks.js"
 
 /** Who asks, and with which key. */
 export interface Keyed {
@@ -39,24 +40,33 @@ export const canonicalJson = (value: unknown): string =>
       ? Object.fromEntries(Object.keys(item).sort().map((key) => [key, item[key]]))
       : item)
 
-export const makeIdempotency = Effect.map(IdempotencyKeysRepo, (keys) => ({
-  /** The record of the earlier request with this key, if any; fails when that request was another. */
-  previous: (requester: Keyed, fingerprint: string) =>
-    Effect.gen(function*() {
-      if (requester.idempotencyKey === undefined) return Option.none()
-      const found = yield* keys.find(requester.organizationId, requester.idempotencyKey)
-      if (Option.isSome(found) && found.value.fingerprint !== fingerprint) {
-        return yield* new IdempotencyConflict({ detail: "This Idempotency-Key was used with a different request" })
-      }
-      return found
-    }),
+export const makeIdempotency = Effect.gen(function*() {
+  const keys = yield* IdempotencyKeysRepo
+  const locks = yield* makeRowLocks
+  return {
+    /**
+     * The record of the earlier request with this key, if any; fails when that request was another.
+     * Inside a transaction on PostgreSQL the key stays locked until it ends: a request with the same
+     * key on another node waits for this one's commit, then finds its record and replays it.
+     */
+    previous: (requester: Keyed, fingerprint: string) =>
+      Effect.gen(function*() {
+        if (requester.idempotencyKey === undefined) return Option.none()
+        yield* locks.name(`idempotency ${requester.organizationId} ${requester.idempotencyKey}`)
+        const found = yield* keys.find(requester.organizationId, requester.idempotencyKey)
+        if (Option.isSome(found) && found.value.fingerprint !== fingerprint) {
+          return yield* new IdempotencyConflict({ detail: "This Idempotency-Key was used with a different request" })
+        }
+        return found
+      }),
 
-  /** Records the key with what the request made (inside the accept's transaction). */
-  record: (requester: Keyed, fingerprint: string, answer: KeyAnswer, now: number) =>
-    requester.idempotencyKey === undefined ? Effect.void : keys.insert({
-      organization_id: requester.organizationId,
-      idempotency_key: requester.idempotencyKey,
-      fingerprint,
-      created_at: now
-    }, answer)
-}))
+    /** Records the key with what the request made (inside the accept's transaction). */
+    record: (requester: Keyed, fingerprint: string, answer: KeyAnswer, now: number) =>
+      requester.idempotencyKey === undefined ? Effect.void : keys.insert({
+        organization_id: requester.organizationId,
+        idempotency_key: requester.idempotencyKey,
+        fingerprint,
+        created_at: now
+      }, answer)
+  }
+})

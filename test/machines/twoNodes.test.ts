@@ -1,0 +1,68 @@
+/**
+ * Two nodes over one database (docs/scale-out.md "Shared state"): two service contexts, each with a
+ * data dir of its own, on one PostgreSQL database in the PostgreSQL pass. The same Idempotency-Key
+ * sent to both at once makes one operation that both answer; creates racing an organization's
+ * limit from both never pass it. On SQLite (one writer, one node per file) both "nodes" are one
+ * context, and the same races run within it.
+ */
+import { SqlClient } from "@effect/sql"
+import { assert, describe, it } from "@effect/vitest"
+import { Context, Effect } from "effect"
+import { AppConfig, type AppConfigShape, defaultLimits } from "../../src/kernel/config/AppConfig.js"
+import { Machines } from "../../src/machines/Machines.js"
+import { failureTag, newMachine, owner, services } from "../support/Services.js"
+
+/** Two nodes on one database: a second context on the first's PostgreSQL database, else the first again. */
+const twoNodes = (overrides: Partial<AppConfigShape> = {}) =>
+  Effect.gen(function*() {
+    const a = yield* services(overrides)
+    const url = Context.get(a, AppConfig).postgresUrl
+    const b = url === undefined ? a : yield* services({ ...overrides, postgresUrl: url })
+    return [a, b] as const
+  })
+
+const count = (context: Context.Context<any>, query: string) =>
+  Effect.flatMap(
+    Effect.orDie(Context.get(context, SqlClient.SqlClient).unsafe<{ n: number }>(query)),
+    (rows) => Effect.succeed(Number(rows[0]!.n))
+  )
+
+describe("two nodes on one database", () => {
+  it.scoped("the same Idempotency-Key sent to both at once makes one operation, which both answer", () =>
+    Effect.gen(function*() {
+      const [a, b] = yield* twoNodes()
+      const alice = yield* owner(a, "alice@example.com")
+      const keys = Array.from({ length: 8 }, (_, i) => `key-${i}`)
+      const answers = yield* Effect.forEach(keys, (key) =>
+        Effect.all(
+          [a, b].map((node) =>
+            Context.get(node, Machines).create({ ...alice, idempotencyKey: key }, newMachine(`m-${key}`))
+          ),
+          { concurrency: "unbounded" }
+        ), { concurrency: "unbounded" })
+      for (const [first, second] of answers) assert.deepStrictEqual(second, first)
+      assert.strictEqual(new Set(answers.map(([first]) => first!.operation_id)).size, keys.length)
+      assert.strictEqual(yield* count(a, "SELECT COUNT(*) AS n FROM operations"), keys.length)
+      assert.strictEqual(yield* count(b, "SELECT COUNT(*) AS n FROM machines"), keys.length)
+    }), 90_000)
+
+  it.scoped("creates racing an organization's limit from both nodes never pass it", () =>
+    Effect.gen(function*() {
+      const limit = 3
+      const [a, b] = yield* twoNodes({
+        limits: { ...defaultLimits, unlimited: { concurrent_machines: limit, starts_per_hour: 100 } }
+      })
+      const alice = yield* owner(a, "alice@example.com")
+      const outcomes = yield* Effect.all(
+        Array.from({ length: 12 }, (_, i) =>
+          failureTag(Context.get(i % 2 === 0 ? a : b, Machines).create(alice, newMachine(`m${i}`, true)))),
+        { concurrency: "unbounded" }
+      )
+      assert.strictEqual(outcomes.filter((outcome) => outcome === "succeeded").length, limit)
+      assert.deepStrictEqual([...new Set(outcomes.filter((outcome) => outcome !== "succeeded"))], ["limit_exceeded"])
+      assert.strictEqual(
+        yield* count(a, "SELECT COUNT(*) AS n FROM machines WHERE projected_state = 'running'"),
+        limit
+      )
+    }), 90_000)
+})
