@@ -28,23 +28,27 @@ const count = (context: Context.Context<any>, query: string) =>
   )
 
 describe("two nodes on one database", () => {
-  it.scoped("the same Idempotency-Key sent to both at once makes one operation, which both answer", () =>
-    Effect.gen(function*() {
-      const [a, b] = yield* twoNodes()
-      const alice = yield* owner(a, "alice@example.com")
-      const keys = Array.from({ length: 8 }, (_, i) => `key-${i}`)
-      const answers = yield* Effect.forEach(keys, (key) =>
-        Effect.all(
-          [a, b].map((node) =>
-            Context.get(node, Machines).create({ ...alice, idempotencyKey: key }, newMachine(`m-${key}`))
-          ),
-          { concurrency: "unbounded" }
-        ), { concurrency: "unbounded" })
-      for (const [first, second] of answers) assert.deepStrictEqual(second, first)
-      assert.strictEqual(new Set(answers.map(([first]) => first!.operation_id)).size, keys.length)
-      assert.strictEqual(yield* count(a, "SELECT COUNT(*) AS n FROM operations"), keys.length)
-      assert.strictEqual(yield* count(b, "SELECT COUNT(*) AS n FROM machines"), keys.length)
-    }), 90_000)
+  it.scoped(
+    "the same Idempotency-Key sent to both at once makes one operation, which both answer",
+    () =>
+      Effect.gen(function*() {
+        const [a, b] = yield* twoNodes()
+        const alice = yield* owner(a, "alice@example.com")
+        const keys = Array.from({ length: 8 }, (_, i) => `key-${i}`)
+        const answers = yield* Effect.forEach(keys, (key) =>
+          Effect.all(
+            [a, b].map((node) =>
+              Context.get(node, Machines).create({ ...alice, idempotencyKey: key }, newMachine(`m-${key}`))
+            ),
+            { concurrency: "unbounded" }
+          ), { concurrency: "unbounded" })
+        for (const [first, second] of answers) assert.deepStrictEqual(second, first)
+        assert.strictEqual(new Set(answers.map(([first]) => first!.operation_id)).size, keys.length)
+        assert.strictEqual(yield* count(a, "SELECT COUNT(*) AS n FROM operations"), keys.length)
+        assert.strictEqual(yield* count(b, "SELECT COUNT(*) AS n FROM machines"), keys.length)
+      }),
+    90_000
+  )
 
   it.scoped("creates racing an organization's limit from both nodes never pass it", () =>
     Effect.gen(function*() {
@@ -58,7 +62,12 @@ describe("two nodes on one database", () => {
           failureTag(Context.get(i % 2 === 0 ? a : b, Machines).create(alice, newMachine(`m${i}`, true)))),
         { concurrency: "unbounded" }
       )
-      assert.strictEqual(outcomes.filter((outcome) => outcome === "succeeded").length, limit)
+      assert.strictEqual(
+        outcomes.filter((outcome) =>
+          outcome === "succeeded"
+        ).length,
+        limit
+      )
       assert.deepStrictEqual([...new Set(outcomes.filter((outcome) => outcome !== "succeeded"))], ["limit_exceeded"])
       assert.strictEqual(
         yield* count(a, "SELECT COUNT(*) AS n FROM machines WHERE projected_state = 'running'"),
