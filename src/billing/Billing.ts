@@ -13,21 +13,17 @@ import { Limits } from "../limits/Limits.js"
 import { Organizations } from "../organizations/Organizations.js"
 import { EngineReads } from "../runtime/EngineReads.js"
 import { Accounts } from "./Accounts.js"
+import { operatorGrants } from "./Grants.js"
 import { creditUsable, hourStart, monthOf, onTrialRules, spendable, trialActive } from "./Money.js"
 import { makeNotices, trialWarningMillis } from "./Notices.js"
 import { type AccountRow, BillingRepo, type UsageSum } from "./Repo.js"
-
-const day = 86_400_000
 
 export interface Settings {
   readonly minimum_balance_micros?: number | null | undefined
   readonly spend_cap_micros?: number | null | undefined
 }
 
-export interface Operator {
-  readonly operator: string
-  readonly reason: string
-}
+export type { Operator } from "./Grants.js"
 
 /** The UTC calendar month holding `at`: the usage period without a plan. */
 const monthBounds = (at: number) => {
@@ -264,76 +260,7 @@ const make = Effect.gen(function*() {
         }
       }),
 
-    /** Operator: adds credit (`credit_grant`, its reference the operator), audited with it. */
-    grantCredit: (organizationId: string, amount: number, by: Operator) =>
-      Effect.zipRight(
-        known(organizationId),
-        Effect.zipRight(
-          durably(Effect.gen(function*() {
-            yield* accounts.ensure(organizationId)
-            yield* accounts.post(organizationId, {
-              kind: "credit_grant",
-              balance: "credit",
-              amount,
-              description: `Credit granted: ${by.reason}`,
-              reference: by.operator
-            })
-            yield* notices.settle(organizationId)
-            yield* audit.record({
-              actor: by.operator,
-              actorKind: "operator",
-              action: "billing.credit_grant",
-              organizationId,
-              reason: by.reason,
-              detail: { amount_micros: amount }
-            })
-          })),
-          view(organizationId)
-        )
-      ),
-
-    /** Operator: adds trial money or days; an ended trial restarts with them. */
-    grantTrial: (
-      organizationId: string,
-      grant: { readonly trial_micros?: number | undefined; readonly trial_days?: number | undefined },
-      by: Operator
-    ) =>
-      Effect.zipRight(
-        known(organizationId),
-        Effect.zipRight(
-          durably(Effect.gen(function*() {
-            const account = yield* accounts.ensure(organizationId)
-            const now = yield* Clock.currentTimeMillis
-            const restart = account.trial_ended_at !== null || account.trial_ends_at <= now
-            const base = restart ? now : account.trial_ends_at
-            const days = grant.trial_days ?? (restart ? prices.trial.days : 0)
-            yield* repo.update(organizationId, {
-              trial_ends_at: base + Math.round(days * day),
-              trial_ended_at: null,
-              trial_warned_at: null,
-              trial_total_micros: account.trial_total_micros + (grant.trial_micros ?? 0),
-              updated_at: now
-            })
-            yield* accounts.post(organizationId, {
-              kind: "trial_grant",
-              balance: "trial",
-              amount: grant.trial_micros ?? 0,
-              description: `Trial granted: ${by.reason}`,
-              reference: by.operator
-            })
-            yield* notices.settle(organizationId)
-            yield* audit.record({
-              actor: by.operator,
-              actorKind: "operator",
-              action: "billing.trial_grant",
-              organizationId,
-              reason: by.reason,
-              detail: { trial_micros: grant.trial_micros ?? 0, trial_days: grant.trial_days ?? 0 }
-            })
-          })),
-          view(organizationId)
-        )
-      ),
+    ...operatorGrants({ accounts, audit, durably, known, notices, repo, trialDays: prices.trial.days, view }),
 
     /**
      * The time rules due by now, each account in its own transaction: an expired trial is forfeited,
