@@ -33,6 +33,7 @@ import { MachineEnvironments } from "../runtime/MachineEnvironments.js"
 import { type MachinePatch, type MachineRow, MachinesRepo } from "../runtime/MachinesRepo.js"
 import { MachineSupervisor } from "../runtime/MachineSupervisor.js"
 import { OperationsRepo } from "../runtime/OperationsRepo.js"
+import type { StoredRequestOf } from "../runtime/Requests.js"
 
 /**
  * Where a new machine's disk comes from when it is not empty: a fork, a restore, or a template
@@ -44,7 +45,7 @@ export interface Origin<E> {
   /** What a repeated idempotency key is compared with: the route and its body. */
   readonly fingerprint: string
   readonly resolve: Effect.Effect<
-    { readonly source: { readonly kind: string; readonly id: string }; readonly request: Record<string, unknown> },
+    { readonly source: { readonly kind: string; readonly id: string }; readonly request: StoredRequestOf<"create"> },
     E
   >
 }
@@ -274,11 +275,11 @@ const make = Effect.gen(function*() {
     },
 
     /** Accepts `kind` on the organization's machine `machineId`. */
-    change: <E = never>(
+    change: <K extends Exclude<OperationKind, "create">, E = never>(
       requester: Requester,
       machineId: string,
-      kind: Exclude<OperationKind, "create">,
-      request: Record<string, unknown>,
+      kind: K,
+      request: StoredRequestOf<K>,
       within?: Within<E>
     ) => {
       // Only a key is ever compared with it (`replay`, `record`): without one, nothing to hash.
@@ -313,11 +314,13 @@ const make = Effect.gen(function*() {
           const operationId = uuidv7()
           if (within !== undefined) yield* within({ operationId, machine, now })
           yield* record(requester, fingerprint, { id: operationId, machineId, kind, request, boots }, now)
+          // A stop's fields, read as optional from any lifecycle kind's request.
+          const stopping = request as { readonly stop_reason?: unknown; readonly force?: unknown }
           if (lifecycle.has(kind)) {
-            const reason = typeof request.stop_reason === "string" ? request.stop_reason : null
+            const reason = typeof stopping.stop_reason === "string" ? stopping.stop_reason : null
             yield* audited(requester, `machine.${kind}`, machineId, {
               operation_id: operationId,
-              ...(request.force === true ? { force: true } : {})
+              ...(stopping.force === true ? { force: true } : {})
             }, reason)
           }
           const projected = projectedAfter(kind, machine.projected_state)
@@ -329,7 +332,7 @@ const make = Effect.gen(function*() {
         // A forced stop or a delete does not wait behind what the machine has queued or is stuck on:
         // what was accepted before it is cancelled (the operations say so), so it runs next.
         Effect.tap((answer) =>
-          kind === "delete" || (kind === "stop" && request.force === true)
+          kind === "delete" || (kind === "stop" && (request as { readonly force?: unknown }).force === true)
             ? supervisor.cancelAhead(machineId, answer.operation_id)
             : Effect.void
         )

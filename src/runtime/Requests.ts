@@ -50,12 +50,16 @@ export const requestSchemas = {
   }),
   install_ssh_key: Schema.Struct({ public_key: Schema.String }),
   set_internet_access: Schema.Struct({ enabled: Schema.Boolean }),
-  apply_environment: Schema.Struct({ version: Schema.Int }),
+  // The environment is the machine's; its id is kept on the row for the operation's readers.
+  apply_environment: Schema.Struct({ version: Schema.Int, environment_id: Schema.optional(Schema.String) }),
   expose_port: Schema.Struct({ port: Port, public: Schema.optionalWith(Schema.Boolean, { default: () => false }) }),
   unexpose_port: Schema.Struct({ port: Port })
 } satisfies Record<OperationKind, Schema.Schema<any, any>>
 
 export type RequestOf<K extends OperationKind> = (typeof requestSchemas)[K]["Type"]
+
+/** What an accept stores for `K` (defaults not yet applied): the one request type from route to row. */
+export type StoredRequestOf<K extends OperationKind> = (typeof requestSchemas)[K]["Encoded"]
 
 /** An operation's request with its kind, so a switch on `kind` narrows `request`. */
 export type DecodedRequest = {
