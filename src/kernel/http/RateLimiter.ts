@@ -1,8 +1,12 @@
 /**
- * Sliding-window request limits kept in memory (one process owns its counters; a restart forgets
- * them, which only ever loosens a limit). Time comes from Clock, so tests move it with TestClock.
+ * Sliding-window request limits, counted in the database: every node on one database counts the
+ * same requests (docs/scale-out.md), and a restart forgets nothing. Only sign-in and device-grant
+ * routes are limited, so a counted request costs a short transaction, never on an accept's path.
+ * Time comes from Clock, so tests move it with TestClock.
  */
+import { SqlClient } from "@effect/sql"
 import { Clock, Context, Effect, Layer } from "effect"
+import { makeRowLocks } from "../sql/RowLocks.js"
 import { RateLimited } from "./Errors.js"
 
 export interface Limit {
@@ -10,32 +14,45 @@ export interface Limit {
   readonly windowMillis: number
 }
 
-const make = Effect.sync(() => {
-  const hits = new Map<string, Array<number>>()
+/** The longest window a limit may have: hits older than this are removed now and then. */
+const longestWindowMillis = 24 * 3600_000
+
+const make = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const locks = yield* makeRowLocks
   let checks = 0
 
-  const prune = (now: number) => {
-    for (const [key, times] of hits) {
-      if (times.length === 0 || times[times.length - 1]! <= now - 24 * 3600_000) hits.delete(key)
-    }
-  }
+  /**
+   * The seconds to wait when `key` has `limit` hits in the window, else undefined and the hit is
+   * counted. The key stays locked until the commit: two nodes counting the same key take turns.
+   */
+  const count = (key: string, { limit, windowMillis }: Limit, now: number) =>
+    Effect.gen(function*() {
+      yield* locks.name(`rate limit ${key}`)
+      const [window] = yield* sql<{ hits: number; first: number | null }>`SELECT COUNT(*) AS hits, MIN(hit_at) AS first
+        FROM rate_limit_hits WHERE limit_key = ${key} AND hit_at > ${now - windowMillis}`
+      if (window !== undefined && Number(window.hits) >= limit) {
+        return Math.max(1, Math.ceil((Number(window.first) + windowMillis - now) / 1000))
+      }
+      yield* sql`INSERT INTO rate_limit_hits (limit_key, hit_at) VALUES (${key}, ${now})`
+      return undefined
+    }).pipe(sql.withTransaction, Effect.orDie)
 
   return {
     /** Counts one request under `key`; fails with `rate_limited` and the seconds to wait when over. */
-    consume: (key: string, { limit, windowMillis }: Limit) =>
-      Effect.flatMap(Clock.currentTimeMillis, (now) => {
-        if (++checks % 10_000 === 0) prune(now)
-        const times = (hits.get(key) ?? []).filter((t) => t > now - windowMillis)
-        if (times.length >= limit) {
-          hits.set(key, times)
-          const retryAfter = Math.max(1, Math.ceil((times[0]! + windowMillis - now) / 1000))
-          return Effect.fail(
-            new RateLimited({ detail: `Too many requests; retry in ${retryAfter} s`, retry_after_seconds: retryAfter })
-          )
+    consume: (key: string, limit: Limit) =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        if (++checks % 1_000 === 0) {
+          yield* Effect.orDie(sql`DELETE FROM rate_limit_hits WHERE hit_at <= ${now - longestWindowMillis}`)
         }
-        times.push(now)
-        hits.set(key, times)
-        return Effect.void
+        const retryAfter = yield* count(key, limit, now)
+        if (retryAfter !== undefined) {
+          return yield* new RateLimited({
+            detail: `Too many requests; retry in ${retryAfter} s`,
+            retry_after_seconds: retryAfter
+          })
+        }
       })
   }
 })

@@ -2,13 +2,14 @@
  * Two nodes over one database (docs/scale-out.md "Shared state"): two service contexts, each with a
  * data dir of its own, on one PostgreSQL database in the PostgreSQL pass. The same Idempotency-Key
  * sent to both at once makes one operation that both answer; creates racing an organization's
- * limit from both never pass it. On SQLite (one writer, one node per file) both "nodes" are one
+ * limit from both never pass it; a rate limit hit through one counts on the other. On SQLite (one writer, one node per file) both "nodes" are one
  * context, and the same races run within it.
  */
 import { SqlClient } from "@effect/sql"
 import { assert, describe, it } from "@effect/vitest"
-import { Context, Effect } from "effect"
+import { Context, Effect, TestClock } from "effect"
 import { AppConfig, type AppConfigShape, defaultLimits } from "../../src/kernel/config/AppConfig.js"
+import { RateLimiter } from "../../src/kernel/http/RateLimiter.js"
 import { Machines } from "../../src/machines/Machines.js"
 import { failureTag, newMachine, owner, services } from "../support/Services.js"
 
@@ -74,4 +75,30 @@ describe("two nodes on one database", () => {
         limit
       )
     }), 90_000)
+
+  it.scoped(
+    "a rate limit hit through one node counts on the other, also when both count at once",
+    () =>
+      Effect.gen(function*() {
+        const [a, b] = yield* twoNodes()
+        const limit = { limit: 5, windowMillis: 60_000 }
+        const consume = (node: Context.Context<any>, key: string) =>
+          failureTag(Context.get(node, RateLimiter).consume(key, limit))
+        for (let i = 0; i < 3; i++) assert.strictEqual(yield* consume(a, "one"), "succeeded")
+        for (let i = 0; i < 2; i++) assert.strictEqual(yield* consume(b, "one"), "succeeded")
+        assert.strictEqual(yield* consume(b, "one"), "rate_limited")
+        assert.strictEqual(yield* consume(a, "one"), "rate_limited")
+        // Another key counts its own; at once from both nodes, the limit still holds.
+        const racing = yield* Effect.all(
+          Array.from({ length: 12 }, (_, i) => consume(i % 2 === 0 ? a : b, "two")),
+          { concurrency: "unbounded" }
+        )
+        assert.strictEqual(racing.filter((outcome) => outcome === "succeeded").length, limit.limit)
+        // Once the window has passed, both count again.
+        yield* TestClock.adjust("61 seconds")
+        assert.strictEqual(yield* consume(b, "one"), "succeeded")
+        assert.strictEqual(yield* consume(a, "two"), "succeeded")
+      }),
+    90_000
+  )
 })
