@@ -11,11 +11,10 @@ import { beforeAll } from "vitest"
 import { turnMarker } from "../../src/agents/providers/TurnRunner.js"
 import { pidsWithEnv } from "../../src/drivers/HostProcess.js"
 import { installTestAgents, testAgentsDir } from "../support/Agents.js"
-import { destroyMachines, kill, run, serve } from "../support/Binary.js"
+import { kill, nodeEnv, run, serve } from "../support/Binary.js"
 import { client } from "../support/Http.js"
 import { type Api, eventually, runningMachine } from "../support/Machines.js"
 import { anthropicServer } from "../support/ModelServers.js"
-import { freePort, tempDir } from "../support/TestServer.js"
 
 beforeAll(() => installTestAgents(), 10 * 60_000)
 
@@ -39,20 +38,13 @@ describe("agents across svc restarts", () => {
     () =>
       Effect.gen(function*() {
         const model = yield* anthropicServer
-        const dataDir = yield* tempDir
-        yield* Effect.addFinalizer(() => destroyMachines(dataDir, "sandbox"))
-        const port = yield* freePort
-        const env = {
-          SVC_DATA_DIR: dataDir,
-          SVC_PORT: String(port),
-          SVC_RUNTIME: "sandbox",
-          SVC_BILLING: "unlimited",
+        const { dataDir, env, url } = yield* nodeEnv({
           SVC_AGENTS_DIR: testAgentsDir,
           SVC_MACHINE_HOST_PORTS: String(model.port)
-        }
+        })
         const first = yield* serve(env)
         const boot = yield* run(["admin", "bootstrap", "--email", "agents@example.com", "--data-dir", dataDir])
-        const api = client(`http://127.0.0.1:${port}`, { key: JSON.parse(boot.stdout).api_key })
+        const api = client(url, { key: JSON.parse(boot.stdout).api_key })
         const environment = yield* api("POST", "/v1/environments", {
           json: { name: "keys", variables: { ANTHROPIC_BASE_URL: model.machineUrl, ANTHROPIC_API_KEY: "sk-ant-test" } }
         })

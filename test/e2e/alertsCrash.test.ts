@@ -8,29 +8,23 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as NodePath from "node:path"
 import { readOutbox } from "../../src/kernel/mail/Outbox.js"
-import { destroyMachines, kill, run, serve } from "../support/Binary.js"
+import { kill, nodeEnv, run, serve } from "../support/Binary.js"
 import { client } from "../support/Http.js"
 import { eventually } from "../support/Machines.js"
-import { freePort, tempDir } from "../support/TestServer.js"
 
 const burst = Number(process.env.BURST ?? 300)
 
 describe("alerts across kill -9", () => {
   it.scopedLive("every alert of an accepted, failed operation is mailed at least once", () =>
     Effect.gen(function*() {
-      const dataDir = yield* tempDir
-      yield* Effect.addFinalizer(() => destroyMachines(dataDir, "process"))
-      const port = yield* freePort
-      const env = {
-        SVC_DATA_DIR: dataDir,
-        SVC_PORT: String(port),
+      const { dataDir, env, url } = yield* nodeEnv({
         // Process driver: every create fails (an image no driver has), so no machine is ever made.
         SVC_RUNTIME: "process",
         SVC_LIMITS: JSON.stringify({ unlimited: { starts_per_hour: 100000 } })
-      }
+      })
       const first = yield* serve(env)
       const boot = yield* run(["admin", "bootstrap", "--email", "crash@example.com", "--data-dir", dataDir], env)
-      const api = client(`http://127.0.0.1:${port}`, { key: JSON.parse(boot.stdout).api_key })
+      const api = client(url, { key: JSON.parse(boot.stdout).api_key })
 
       // The burst, 30 at a time; svc is killed once 40 % of it was accepted.
       const accepted = new Set<string>()

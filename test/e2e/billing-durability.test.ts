@@ -10,11 +10,10 @@ import { assert, describe, it } from "@effect/vitest"
 import Database from "better-sqlite3"
 import { Effect, Exit, Fiber } from "effect"
 import * as NodePath from "node:path"
-import { destroyMachines, kill, run, serve } from "../support/Binary.js"
+import { kill, nodeEnv, run, serve } from "../support/Binary.js"
 import { client, request } from "../support/Http.js"
 import { eventually } from "../support/Machines.js"
 import { secretKey, startStripeServer, webhookSecret } from "../support/StripeServer.js"
-import { freePort, tempDir } from "../support/TestServer.js"
 
 const operatorToken = "operator-secret"
 
@@ -24,13 +23,7 @@ describe("billing durability", () => {
     () =>
       Effect.gen(function*() {
         const stripe = yield* startStripeServer
-        const dataDir = yield* tempDir
-        yield* Effect.addFinalizer(() => destroyMachines(dataDir, "sandbox"))
-        const port = yield* freePort
-        const env = {
-          SVC_DATA_DIR: dataDir,
-          SVC_PORT: String(port),
-          SVC_RUNTIME: "sandbox",
+        const { dataDir, env, url: base } = yield* nodeEnv({
           SVC_BILLING: "metered",
           SVC_METER_SECONDS: "1",
           SVC_PRICES: JSON.stringify({ hourly_micros: { small: 3_600_000 }, trial: { max_hourly_micros: 1e9 } }),
@@ -39,8 +32,7 @@ describe("billing durability", () => {
           SVC_STRIPE_WEBHOOK_SECRET: webhookSecret,
           SVC_STRIPE_API_BASE: stripe.url,
           SVC_OPERATOR_TOKEN: operatorToken
-        }
-        const base = `http://127.0.0.1:${port}`
+        })
         const first = yield* serve(env)
         const boot = yield* run(["admin", "bootstrap", "--email", "ops@example.com", "--data-dir", dataDir])
         const { api_key, organization_id: org } = JSON.parse(boot.stdout)

@@ -10,11 +10,10 @@ import Database from "better-sqlite3"
 import { Effect } from "effect"
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
-import { destroyMachines, kill, run, serve } from "../support/Binary.js"
+import { kill, nodeEnv, run, serve } from "../support/Binary.js"
 import { client, CookieJar, request } from "../support/Http.js"
 import { eventually, realSleep, runningMachine } from "../support/Machines.js"
 import { codeFrom } from "../support/SignIn.js"
-import { freePort, tempDir } from "../support/TestServer.js"
 
 /** The machines of `organizationId` and whether each was stopped for its deletion. */
 const machinesOf = (databaseFile: string, organizationId: string) => {
@@ -39,11 +38,7 @@ const deletedAt = (databaseFile: string, organizationId: string) => {
 describe("organization deletion across kill -9", () => {
   it.scopedLive("a deleted organization's machines all stop, whenever the process died", () =>
     Effect.gen(function*() {
-      const dataDir = yield* tempDir
-      yield* Effect.addFinalizer(() => destroyMachines(dataDir, "sandbox"))
-      const port = yield* freePort
-      const base = `http://127.0.0.1:${port}`
-      const env = { SVC_DATA_DIR: dataDir, SVC_PORT: String(port), SVC_RUNTIME: "sandbox", SVC_BILLING: "unlimited" }
+      const { dataDir, env, url: base } = yield* nodeEnv()
       const databaseFile = NodePath.join(dataDir, "svc.db")
       const first = yield* serve(env)
       const bootstrap = (email: string) =>

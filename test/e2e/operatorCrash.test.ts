@@ -9,10 +9,9 @@ import Database from "better-sqlite3"
 import { Effect, Fiber } from "effect"
 import type * as NodeChild from "node:child_process"
 import * as NodePath from "node:path"
-import { destroyMachines, kill, run, serve } from "../support/Binary.js"
+import { kill, nodeEnv, run, serve } from "../support/Binary.js"
 import { client } from "../support/Http.js"
 import { eventually, realSleep, runningMachine } from "../support/Machines.js"
-import { freePort, tempDir } from "../support/TestServer.js"
 
 const token = "operator-token-for-crash-tests"
 const count = 5
@@ -40,22 +39,13 @@ const killOnceSuspended = (databaseFile: string, organizationId: string, child: 
 describe("suspension durability", () => {
   it.scopedLive("SIGKILL during a suspension converges after restart", () =>
     Effect.gen(function*() {
-      const dataDir = yield* tempDir
-      yield* Effect.addFinalizer(() => destroyMachines(dataDir, "sandbox"))
-      const port = yield* freePort
-      const env = {
-        SVC_DATA_DIR: dataDir,
-        SVC_PORT: String(port),
-        SVC_RUNTIME: "sandbox",
-        SVC_BILLING: "unlimited",
-        SVC_OPERATOR_TOKEN: token
-      }
+      const { dataDir, env, url } = yield* nodeEnv({ SVC_OPERATOR_TOKEN: token })
       const first = yield* serve(env)
       const boot = JSON.parse(
         (yield* run(["admin", "bootstrap", "--email", "ops@example.com", "--data-dir", dataDir])).stdout
       )
-      const api = client(`http://127.0.0.1:${port}`, { key: boot.api_key })
-      const operator = client(`http://127.0.0.1:${port}`, { headers: { "x-svc-operator-token": token } })
+      const api = client(url, { key: boot.api_key })
+      const operator = client(url, { headers: { "x-svc-operator-token": token } })
       const ids = yield* Effect.all(
         Array.from({ length: count }, (_, index) => runningMachine(api, `m${index}`, { size: "small" })),
         { concurrency: 2 }

@@ -8,32 +8,18 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as NodeCrypto from "node:crypto"
-import { destroyMachines, run, serve } from "../support/Binary.js"
+import { nodeEnv, run, serve } from "../support/Binary.js"
 import { eachRanOnceInOrder, execBurstKilledMidway } from "../support/Bursts.js"
 import { client } from "../support/Http.js"
 import { decode, runningMachine, sh } from "../support/Machines.js"
 import { startPostgres } from "../support/Postgres.js"
-import { freePort, tempDir } from "../support/TestServer.js"
 
 const machines = 2
 const perMachine = 30
 
 /** svc's settings for a node on `url`, in a data dir of its own. */
 const nodeOn = (url: string) =>
-  Effect.gen(function*() {
-    const dataDir = yield* tempDir
-    yield* Effect.addFinalizer(() => destroyMachines(dataDir, "sandbox"))
-    const port = yield* freePort
-    const env = {
-      SVC_DATA_DIR: dataDir,
-      SVC_PORT: String(port),
-      SVC_RUNTIME: "sandbox",
-      SVC_BILLING: "unlimited",
-      SVC_DATABASE_URL: url,
-      SVC_SECRET_KEYS: NodeCrypto.randomBytes(32).toString("base64")
-    }
-    return { dataDir, port, env }
-  })
+  nodeEnv({ SVC_DATABASE_URL: url, SVC_SECRET_KEYS: NodeCrypto.randomBytes(32).toString("base64") })
 
 describe("svc on PostgreSQL", () => {
   // One test, so one server and one svc start serve every step (each start costs seconds in CI).

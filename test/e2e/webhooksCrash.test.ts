@@ -7,38 +7,33 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { Webhook } from "standardwebhooks"
-import { destroyMachines, kill, run, serve } from "../support/Binary.js"
+import { kill, nodeEnv, run, serve } from "../support/Binary.js"
 import { client } from "../support/Http.js"
 import { eventually } from "../support/Machines.js"
 import { httpsReceiver, makeCertificates, type Receiver } from "../support/Receivers.js"
-import { freePort, tempDir } from "../support/TestServer.js"
+import { tempDir } from "../support/TestServer.js"
 
 const burst = Number(process.env.BURST ?? 1_000)
 
 describe("webhook deliveries across kill -9", () => {
   it.scopedLive("none lost, duplicates carry the same webhook-id", () =>
     Effect.gen(function*() {
-      const dataDir = yield* tempDir
-      yield* Effect.addFinalizer(() => destroyMachines(dataDir, "process"))
       const certificates = makeCertificates(yield* tempDir)
       const receivers = [
         yield* httpsReceiver(certificates),
         yield* httpsReceiver(certificates),
         yield* httpsReceiver(certificates)
       ]
-      const port = yield* freePort
-      const env = {
-        SVC_DATA_DIR: dataDir,
-        SVC_PORT: String(port),
+      const { dataDir, env, url } = yield* nodeEnv({
         // Process driver: the burst makes up to 1,000 machines (a disk image each on the sandbox); the outbox is under test.
         SVC_RUNTIME: "process",
         SVC_WEBHOOK_ALLOW_PRIVATE: "true",
         SVC_LIMITS: JSON.stringify({ unlimited: { starts_per_hour: 100000 } }),
         NODE_EXTRA_CA_CERTS: certificates.ca
-      }
+      })
       const first = yield* serve(env)
       const boot = yield* run(["admin", "bootstrap", "--email", "crash@example.com", "--data-dir", dataDir], env)
-      const api = client(`http://127.0.0.1:${port}`, { key: JSON.parse(boot.stdout).api_key })
+      const api = client(url, { key: JSON.parse(boot.stdout).api_key })
       const secrets: Array<string> = []
       for (const receiver of receivers) {
         const made = yield* api("POST", "/v1/webhooks", {

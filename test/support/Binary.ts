@@ -103,14 +103,31 @@ export const destroyMachines = (dataDir: string, runtime: "sandbox" | "process")
     Effect.orDie
   )
 
+/**
+ * The settings of a served node: a fresh data dir and a free port, the sandbox driver and unlimited
+ * billing unless `extra` says otherwise (`SVC_RUNTIME: "process"`), and the data dir's machines
+ * destroyed when the test's scope closes (they outlive the server by design).
+ */
+export const nodeEnv = (extra: Record<string, string> = {}) =>
+  Effect.gen(function*() {
+    const dataDir = yield* tempDir
+    const port = yield* freePort
+    const env = {
+      SVC_DATA_DIR: dataDir,
+      SVC_PORT: String(port),
+      SVC_RUNTIME: "sandbox",
+      SVC_BILLING: "unlimited",
+      ...extra
+    }
+    yield* Effect.addFinalizer(() => destroyMachines(dataDir, env.SVC_RUNTIME === "process" ? "process" : "sandbox"))
+    return { dataDir, port, env, url: `http://127.0.0.1:${port}` }
+  })
+
 /** `svc serve` on a fresh data dir with the sandbox driver, an owner's key, and its machines destroyed at the end. */
 export const servedSandbox = Effect.gen(function*() {
-  const dataDir = yield* tempDir
-  yield* Effect.addFinalizer(() => destroyMachines(dataDir, "sandbox"))
-  const port = yield* freePort
-  const env = { SVC_DATA_DIR: dataDir, SVC_PORT: String(port), SVC_RUNTIME: "sandbox", SVC_BILLING: "unlimited" }
+  const { dataDir, env, url } = yield* nodeEnv()
   const first = yield* serve(env)
   const boot = yield* run(["admin", "bootstrap", "--email", "ops@example.com", "--data-dir", dataDir])
-  const api = client(`http://127.0.0.1:${port}`, { key: JSON.parse(boot.stdout).api_key })
+  const api = client(url, { key: JSON.parse(boot.stdout).api_key })
   return { api, dataDir, env, first }
 })
