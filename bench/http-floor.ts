@@ -17,6 +17,7 @@ import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
 import { performance } from "node:perf_hooks"
 import { Pool } from "undici"
+import { esmBundle } from "../bin/esbuild-options.mjs"
 import { cpuMillis, ms, pool, summary, tempDir } from "./support.js"
 
 const total = Number(process.argv[2] ?? 20_000)
@@ -28,20 +29,7 @@ const nodeFlags = (process.env.SVC_NODE_FLAGS ?? "")
 
 const bundle = async (dir: string) => {
   const outfile = NodePath.join(dir, "servers.mjs")
-  await build({
-    entryPoints: [NodePath.resolve("bench/floor/servers.ts")],
-    outfile,
-    bundle: true,
-    minify: true,
-    platform: "node",
-    format: "esm",
-    target: "node20",
-    banner: {
-      js:
-        "import { createRequire as svcCreateRequire } from 'node:module'; const require = svcCreateRequire(import.meta.url);"
-    },
-    logLevel: "warning"
-  })
+  await build({ ...esmBundle, entryPoints: [NodePath.resolve("bench/floor/servers.ts")], outfile, logLevel: "warning" })
   return outfile
 }
 

@@ -12,6 +12,7 @@ import * as NodeChild from "node:child_process"
 import * as NodeFs from "node:fs"
 import { createRequire } from "node:module"
 import * as NodePath from "node:path"
+import { esmBundle } from "./esbuild-options.mjs"
 
 const root = NodePath.resolve(import.meta.dirname, "..")
 const out = NodePath.resolve(process.argv[2] ?? NodePath.join(root, "packages/client"))
@@ -25,17 +26,9 @@ for (const file of ["package.json", "README.md"]) {
 }
 
 await build({
+  ...esmBundle,
   entryPoints: [NodePath.join(root, "src/index.ts")],
   outfile: NodePath.join(dist, "index.js"),
-  bundle: true,
-  minify: true,
-  platform: "node",
-  format: "esm",
-  target: "node20",
-  // CommonJS dependencies inlined into an ES module still call require for Node's own modules.
-  banner: {
-    js: "import { createRequire as svcRequire } from 'node:module'; const require = svcRequire(import.meta.url);"
-  },
   logLevel: "error"
 })
 

@@ -15,11 +15,13 @@ import * as NodeFs from "node:fs"
 import { createRequire } from "node:module"
 import * as NodePath from "node:path"
 import { buildConsole } from "../console/build.mjs"
+import { esmBundle } from "./esbuild-options.mjs"
 import { fetchNode, isLts, pinnedLines, prepare } from "./node-lines.mjs"
 
 const library = process.argv.includes("--library")
 // --outfile=PATH: the bundle alone, at PATH (two folders under the checkout, like src/cli/main.ts):
 // the end-to-end tests run the CLI from one built per source state (test/support/CheckoutBundle.ts).
+// With --single too, dist/cli and dist/svc are left alone (test/e2e/single.test.ts).
 const outfile = process.argv.find((arg) => arg.startsWith("--outfile="))?.slice("--outfile=".length)
 // The single executables (dist/svc-linux-*, built by --single, not by this) are kept.
 if (library && NodeFs.existsSync("dist")) {
@@ -58,25 +60,16 @@ const embedded = Object.fromEntries(
 const consoleFiles = await buildConsole()
 
 await build({
+  ...esmBundle,
   entryPoints: ["src/cli/main.ts"],
   outfile: outfile ?? "dist/cli/svc.mjs",
-  bundle: true,
-  minify: true,
   // esbuild's keepNames wraps every function and class in a __name() call at load, and that showed as
   // 3-4 % of the server's CPU. Nothing reads names at run time: errors are told apart by their
   // `_tag`, schemas and tags carry explicit identifiers (the OpenAPI document is byte for byte the
   // same without it).
   keepNames: false,
-  platform: "node",
-  format: "esm",
-  target: "node20",
   // Native (better-sqlite3) or loaded by path at run time: resolved from node_modules instead.
   external: ["better-sqlite3", "nodemailer"],
-  // Bundled CommonJS dependencies call require(); an ES module has none of its own.
-  banner: {
-    js:
-      "import { createRequire as svcCreateRequire } from 'node:module'; const require = svcCreateRequire(import.meta.url);"
-  },
   define: { SVC_EMBEDDED: JSON.stringify(embedded), SVC_CONSOLE: JSON.stringify(consoleFiles) },
   logLevel: "warning"
 })

@@ -37,7 +37,15 @@ const runAlone = (file: string, args: ReadonlyArray<string>, env: NodeJS.Process
 describe("the single executable", () => {
   it.scopedLive("runs alone under env -i: bootstrap, serve, a machine, a command", () =>
     Effect.gen(function*() {
-      const built = yield* runAlone(process.execPath, ["bin/build.mjs", "--single"], process.env, 240_000)
+      // The ES-module bundle the build makes first goes to a folder of the test's own: dist/cli and
+      // dist/svc are what test/e2e/cli.test.ts builds and runs, maybe at the same time (two workers).
+      const scratch = NodePath.join(yield* tempDir, "cli", "svc.mjs")
+      const built = yield* runAlone(
+        process.execPath,
+        ["bin/build.mjs", "--single", `--outfile=${scratch}`],
+        process.env,
+        240_000
+      )
       assert.strictEqual(built.status, 0, built.stderr)
       assert.notMatch(built.stderr, /warning/i, "the build prints no warning")
       const embedded = /node v(\d+\.\d+\.\d+)$/m.exec(built.stderr)?.[1]

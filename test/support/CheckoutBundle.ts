@@ -11,7 +11,15 @@ import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
 
 /** What the bundle is made from: a change to any of these builds it again. */
-const inputs = ["src", "console/src", "schema", "bin/build.mjs", "console/build.mjs", "package-lock.json"]
+const inputs = [
+  "src",
+  "console/src",
+  "schema",
+  "bin/build.mjs",
+  "bin/esbuild-options.mjs",
+  "console/build.mjs",
+  "package-lock.json"
+]
 
 const filesOf = (path: string): Array<string> =>
   NodeFs.statSync(path).isDirectory()
