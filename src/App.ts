@@ -18,6 +18,7 @@ import { SecretBox } from "./kernel/crypto/SecretBox.js"
 import { DomainEvents } from "./kernel/events/DomainEvents.js"
 import { EventRecorders } from "./kernel/events/EventRecorders.js"
 import { OutboxMarks } from "./kernel/events/OutboxMarks.js"
+import { Signals } from "./kernel/events/Signals.js"
 import { RateLimiter } from "./kernel/http/RateLimiter.js"
 import * as Mail from "./kernel/mail/Mail.js"
 import { Gauges } from "./kernel/metrics/Gauges.js"
@@ -26,6 +27,7 @@ import * as DataDirLock from "./kernel/sql/DataDirLock.js"
 import { GroupCommit } from "./kernel/sql/GroupCommit.js"
 import { IdempotencyKeysRepo } from "./kernel/sql/IdempotencyKeysRepo.js"
 import * as IdempotencySweep from "./kernel/sql/IdempotencySweep.js"
+import { Singletons } from "./kernel/sql/Singletons.js"
 import { LimitsLive } from "./limits/Live.js"
 import { MachinesLive } from "./machines/Live.js"
 import { Metrics } from "./metrics/Metrics.js"
@@ -99,6 +101,9 @@ const runtimeLive = <E, R>(driver: Layer.Layer<MachineDriver, E, R>) =>
         driver,
         DomainEvents.layer,
         GroupCommit.layer,
+        // Once-only work and wake-ups across nodes (docs/scale-out.md): on SQLite, in process.
+        Singletons.layer,
+        Signals.layer,
         HostCapacity.layer,
         MachineEnvironmentsLive,
         OutboxRecordersLive

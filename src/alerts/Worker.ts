@@ -4,13 +4,19 @@
  * (what arrives within the window waits for its end and goes out together). Woken by the bus when
  * an operation settles, and by its own timer at the next due time; the table is the truth, so a
  * restart misses nothing, and an e-mail sent just before a crash may be sent again (at least once).
+ *
+ * It runs on one node at a time (Singletons.ts). Every node wakes it through the signals
+ * (`alerts`), and on PostgreSQL it also looks every 10 s (Signals.ts `poll`), the safety net for a
+ * signal lost on the way.
  */
 import { Clock, Context, Duration, Effect, Layer, Option, Queue } from "effect"
 import { Accounts } from "../identity/Accounts.js"
 import { AppConfig } from "../kernel/config/AppConfig.js"
 import { DomainEvents } from "../kernel/events/DomainEvents.js"
 import { OutboxMarks } from "../kernel/events/OutboxMarks.js"
+import { Signals } from "../kernel/events/Signals.js"
 import { Mail } from "../kernel/mail/Mail.js"
+import { Singletons } from "../kernel/sql/Singletons.js"
 import { Organizations } from "../organizations/Organizations.js"
 import { alertMail, unsubscribeUrl } from "./Mails.js"
 import { makePreferences } from "./Preferences.js"
@@ -22,6 +28,8 @@ import { makeUnsubscribeTokens } from "./UnsubscribeTokens.js"
 const batch = 500
 /** Waits after a failed send: 1 min, 5 min, 30 min, then every 2 h until the mail server takes it. */
 const retryMillis = [60_000, 5 * 60_000, 30 * 60_000, 2 * 3_600_000]
+/** The signals' channel that wakes the sender. */
+const channel = "alerts"
 
 export interface AlertSenderShape {
   /** Makes the sender look at the table now. */
@@ -40,8 +48,7 @@ export class AlertSender extends Context.Tag("svc/alerts/AlertSender")<AlertSend
       const tokens = yield* makeUnsubscribeTokens
       const { baseUrl } = yield* AppConfig
       const bus = yield* DomainEvents
-      const wakes = yield* Queue.sliding<void>(1)
-      const wake = Queue.offer(wakes, undefined).pipe(Effect.asVoid)
+      const signals = yield* Signals
 
       /** The address of a member of the organization (none once they left it). */
       const emailOf = (organizationId: string, userId: string) =>
@@ -105,7 +112,32 @@ export class AlertSender extends Context.Tag("svc/alerts/AlertSender")<AlertSend
         return next === null ? undefined : next
       })
 
-      // An event wakes the sender once its transaction wrote alerts (the recorder's mark).
+      /** The sender of the node that holds it. */
+      const sending = Effect.scoped(Effect.gen(function*() {
+        const wakes = yield* signals.subscribe(channel)
+        return yield* Effect.forever(
+          Effect.gen(function*() {
+            const due = yield* round.pipe(
+              Effect.catchAllCause((cause) =>
+                Effect.zipRight(
+                  Effect.logError("alert sender", cause),
+                  Effect.map(Clock.currentTimeMillis, (now) => now + 1_000)
+                )
+              )
+            )
+            const now = yield* Clock.currentTimeMillis
+            const sleep = due === undefined ? undefined : Math.max(due - now, 0)
+            const woken = Effect.raceFirst(Queue.take(wakes), signals.poll)
+            // A round that left due work (more than one batch) goes again at once. Nothing pending: only
+            // a settle or billing's notice can make an alert, and it wakes the sender (on SQLite no idle timer; on PostgreSQL the poll).
+            if (sleep === undefined) yield* woken
+            else if (sleep > 0) yield* Effect.raceFirst(woken, Effect.sleep(Duration.millis(sleep)))
+            yield* Queue.takeAll(wakes)
+          })
+        )
+      }))
+
+      // Every node: an event wakes the sender once its transaction wrote alerts (the recorder's mark).
       const marks = yield* OutboxMarks
       const events = yield* bus.subscribe(
         marks.whenMarked(
@@ -115,26 +147,9 @@ export class AlertSender extends Context.Tag("svc/alerts/AlertSender")<AlertSend
             event._tag === "BillingNotice"
         )
       )
-      yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Queue.take(events), wake)))
-      yield* Effect.forkScoped(Effect.forever(
-        Effect.gen(function*() {
-          const wakeAt = yield* round.pipe(
-            Effect.catchAllCause((cause) =>
-              Effect.zipRight(
-                Effect.logError("alert sender", cause),
-                Effect.map(Clock.currentTimeMillis, (now) => now + 1_000)
-              )
-            )
-          )
-          const sleep = wakeAt === undefined ? undefined : Math.max(wakeAt - (yield* Clock.currentTimeMillis), 0)
-          // A round that left due work (more than one batch) goes again at once. Nothing pending: only
-          // a settle or billing's notice can make an alert, and it wakes the sender (no idle timer).
-          if (sleep === undefined) yield* Queue.take(wakes)
-          else if (sleep > 0) yield* Effect.raceFirst(Queue.take(wakes), Effect.sleep(Duration.millis(sleep)))
-          yield* Queue.takeAll(wakes)
-        })
-      ))
-      return { wake }
+      yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Queue.take(events), signals.notify(channel))))
+      yield* Effect.forkScoped((yield* Singletons).run("alert sender", sending))
+      return { wake: signals.notify(channel) }
     })
   )
 }

@@ -8,14 +8,23 @@
  * One fiber sleeps until the earliest timer runs out, and is woken early when a machine boots or
  * its settings change. A machine that is due but still has operations to run is looked at again a
  * second later (work in flight is activity; its turn comes first).
+ *
+ * The timers run on one node at a time (Singletons.ts); every node wakes them through the signals
+ * (`machine timers`), and on PostgreSQL they look again at least every 10 s (Signals.ts `poll`),
+ * the safety net for a signal lost on the way. Two nodes stopping at once would still stop once:
+ * the stop's idempotency key names the boot.
  */
 import { Clock, Duration, Effect, Layer, Queue } from "effect"
 import { type DomainEvent, DomainEvents } from "../kernel/events/DomainEvents.js"
+import { Signals } from "../kernel/events/Signals.js"
 import { IdleHolds } from "../kernel/IdleHolds.js"
+import { Singletons } from "../kernel/sql/Singletons.js"
 import { MachinesRepo } from "../runtime/MachinesRepo.js"
 import { Machines } from "./Machines.js"
 
 const busyRetry = Duration.seconds(1)
+/** The signals' channel that wakes the timers. */
+const channel = "machine timers"
 
 export const layer = Layer.scopedDiscard(Effect.gen(function*() {
   const machines = yield* MachinesRepo
@@ -46,24 +55,31 @@ export const layer = Layer.scopedDiscard(Effect.gen(function*() {
   const movesTimer = (event: DomainEvent) =>
     (event._tag === "MachineEvent" && event.type === "machine.ready") || event._tag === "MachineSettingsChanged"
   const events = yield* bus.subscribe(movesTimer)
+  const signals = yield* Signals
+  // Every node: what moves a timer, to the timers wherever they run.
+  yield* Effect.forkScoped(Effect.forever(Effect.zipRight(events.take, signals.notify(channel))))
 
-  /** Completes at the next event that moves a timer; the ones published with it count as one. */
-  const changed = Queue.takeBetween(events, 1, Number.POSITIVE_INFINITY)
+  /** The node that holds the timers: stops what is due, sleeps until the next timer or signal. */
+  const timing = Effect.scoped(Effect.gen(function*() {
+    const heard = yield* signals.subscribe(channel)
+    /** Completes at the next signal; the ones sent with it count as one. */
+    const changed = Queue.takeBetween(heard, 1, Number.POSITIVE_INFINITY)
 
-  /** Completes at the next timer, or at once when a machine boots or its settings change. */
-  const nextWake = Effect.gen(function*() {
-    const due = yield* machines.nextTimerDue(yield* holds.held)
-    const now = yield* Clock.currentTimeMillis
-    const wait = due === null ? Duration.infinity : due <= now ? busyRetry : Duration.millis(due - now)
-    yield* Effect.raceFirst(Effect.sleep(wait), changed)
-  })
+    /** Completes at the next timer, or at once when a machine boots or its settings change. */
+    const nextWake = Effect.gen(function*() {
+      const due = yield* machines.nextTimerDue(yield* holds.held)
+      const now = yield* Clock.currentTimeMillis
+      const wait = due === null ? Duration.infinity : due <= now ? busyRetry : Duration.millis(due - now)
+      yield* Effect.raceFirst(Effect.raceFirst(Effect.sleep(wait), changed), signals.poll)
+    })
 
-  yield* stopDue.pipe(
-    Effect.zipRight(nextWake),
-    Effect.catchAllCause((cause) =>
-      Effect.logError("stop timers failed", cause).pipe(Effect.zipRight(Effect.sleep(busyRetry)))
-    ),
-    Effect.forever,
-    Effect.forkScoped
-  )
+    return yield* stopDue.pipe(
+      Effect.zipRight(nextWake),
+      Effect.catchAllCause((cause) =>
+        Effect.logError("stop timers failed", cause).pipe(Effect.zipRight(Effect.sleep(busyRetry)))
+      ),
+      Effect.forever
+    )
+  }))
+  yield* Effect.forkScoped((yield* Singletons).run("machine stop timers", timing))
 }))

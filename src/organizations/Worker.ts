@@ -3,10 +3,11 @@
  * its machines are deleted with their disks and snapshots, and its templates too. Checked every hour
  * on the Clock; each pass asks for what is still there, so a crash or a refusal (a snapshot still
  * pending) only delays the rest to the next pass. The organization is marked purged once nothing is
- * left.
+ * left. One node at a time does it (Singletons.ts).
  */
 import { Clock, Duration, Effect, Layer, Schedule } from "effect"
 import { AppConfig, defaultDeletedOrganizationRetentionDays } from "../kernel/config/AppConfig.js"
+import { Singletons } from "../kernel/sql/Singletons.js"
 import { Machines } from "../machines/Machines.js"
 import { Snapshots } from "../snapshots/Snapshots.js"
 import { OrganizationsRepo } from "./Repo.js"
@@ -65,11 +66,13 @@ const make = Effect.gen(function*() {
 export const layer = Layer.scopedDiscard(
   Effect.gen(function*() {
     const { pass } = yield* make
-    yield* Effect.forkScoped(
+    const singletons = yield* Singletons
+    yield* Effect.forkScoped(singletons.run(
+      "deleted organizations' purge",
       pass.pipe(
         Effect.catchAllCause((cause) => Effect.logError("purging deleted organizations", cause)),
         Effect.repeat(Schedule.spaced(purgeInterval))
       )
-    )
+    ))
   })
 )
