@@ -62,11 +62,13 @@ export const open = (url: string, name: string): Effect.Effect<Session, SessionL
       // Ending the session is what lets its locks go: the server ends them with it.
       (client) => Effect.promise(() => client.end().catch(() => undefined)).pipe(Effect.timeoutOption("1 second"))
     )
+    // One statement at a time: node-postgres queues them, but deprecates being asked to.
+    const one = yield* Effect.makeSemaphore(1)
     const query = <Row extends object>(text: string, params: ReadonlyArray<unknown> = []) =>
-      Effect.tryPromise({
+      one.withPermits(1)(Effect.tryPromise({
         try: () => client.query(text, params as Array<unknown>),
         catch: (cause) => new SessionLost({ reason: reasonOf(cause) })
-      }).pipe(
+      })).pipe(
         Effect.map((result) => result.rows as ReadonlyArray<Row>),
         Effect.timeoutFail({
           duration: statementTimeout,
