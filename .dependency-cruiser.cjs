@@ -35,7 +35,7 @@ const upward = [
   // The membership half of organizations (members, invitations, deletion) stands on identity,
   // billing, machines and snapshots: its own folder above them to be.
   "^src/organizations/(Api|Http|Live|Members|Invitations|Deletion|Worker)\\.ts$",
-  // Fork, restore and templates answered in the machines group: routes to move to snapshots' group.
+  // A create from a template (routed by machines, answered by snapshots) and a delete's snapshot_pending.
   "^src/machines/(Api|Http)\\.ts$"
 ]
 const folder = (area) =>

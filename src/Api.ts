@@ -16,6 +16,7 @@ import { MetricsApi } from "./metrics/Api.js"
 import { OperationsApi } from "./operations/Api.js"
 import { OperatorApi } from "./operator/Api.js"
 import { InvitationsApi, MembersApi } from "./organizations/Api.js"
+import { PortsApi } from "./ports/Api.js"
 import { SnapshotsApi } from "./snapshots/Api.js"
 import { TerminalsApi } from "./terminals/Api.js"
 import { WebhooksApi } from "./webhooks/Api.js"
@@ -87,6 +88,7 @@ export class Api extends HttpApi.make("svc")
   .add(LimitsApi)
   .add(EnvironmentsApi)
   .add(SnapshotsApi)
+  .add(PortsApi)
   .add(AgentsApi)
   .add(WebhooksApi)
   .add(MetricsApi)

@@ -42,6 +42,7 @@ import { OperationsHandlers } from "./operations/Http.js"
 import { OperatorHandlers } from "./operator/Http.js"
 import { InvitationsHandlers, MembersHandlers } from "./organizations/Http.js"
 import { PagesLive } from "./pages/Live.js"
+import { PortsHandlers } from "./ports/Http.js"
 import { makePortProxy, withPortProxy } from "./ports/Proxy.js"
 import { SnapshotsHandlers } from "./snapshots/Http.js"
 import { TerminalsHandlers } from "./terminals/Http.js"
@@ -62,6 +63,7 @@ export const ApiLive = HttpApiBuilder.api(Api).pipe(
     LimitsHandlers,
     EnvironmentsHandlers,
     SnapshotsHandlers,
+    PortsHandlers,
     AgentsHandlers,
     WebhooksHandlers,
     MetricsHandlers,

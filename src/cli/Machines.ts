@@ -191,7 +191,7 @@ const fork = Command.make("fork", {
 }, (flags) =>
   Effect.gen(function*() {
     const { client, id } = yield* withMachine(flags.machine)
-    const accepted = yield* client.machines.fork({
+    const accepted = yield* client.snapshots.fork({
       path: { id },
       payload: { name: flags.name, ...(flags.stopped ? { start: false } : {}) }
     })

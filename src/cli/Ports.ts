@@ -63,7 +63,7 @@ const token = Command.make("token", {
 }, (flags) =>
   Effect.gen(function*() {
     const { client, id } = yield* withMachine(flags.machine)
-    const made = yield* client.machines.createPortToken({
+    const made = yield* client.ports.createPortToken({
       path: { id, port: flags.port },
       payload: { expires_in_seconds: flags.expires }
     })

@@ -126,7 +126,7 @@ const restore = Command.make("restore", {
 }, (flags) =>
   Effect.gen(function*() {
     const { client, id } = yield* withMachine(flags.machine)
-    const accepted = yield* client.machines.restore({
+    const accepted = yield* client.snapshots.restore({
       path: { id },
       payload: {
         name: flags.name,

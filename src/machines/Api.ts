@@ -26,7 +26,8 @@ import { LimitExceeded, MachineDeleted, NameTaken } from "../kernel/http/Machine
 import { pageFields } from "../kernel/http/Pagination.js"
 import { allowedWhileSuspended, policy } from "../kernel/http/Policy.js"
 import type { ProblemClass } from "../kernel/http/Problem.js"
-import { NoSnapshot, SnapshotPending } from "../snapshots/Errors.js"
+import { PortNumber, PortPath } from "../ports/Api.js"
+import { SnapshotPending } from "../snapshots/Errors.js"
 import { statsEndpoint } from "./StatsApi.js"
 
 export const MachineDto = Schema.Struct({
@@ -59,7 +60,7 @@ export const MachineDto = Schema.Struct({
 }).annotations({ identifier: "Machine" })
 export type MachineDto = typeof MachineDto.Type
 
-const MachineName = Schema.String.pipe(
+export const MachineName = Schema.String.pipe(
   Schema.pattern(/^[a-z0-9-]{1,63}$/, { message: () => "1-63 characters of a-z, 0-9 and -" })
 )
 const Seconds = Schema.NullOr(Schema.Int.pipe(Schema.between(1, 30 * 24 * 3600)))
@@ -81,19 +82,6 @@ export const CreateMachineRequest = RequestBody({
 })
 export type CreateMachineRequest = typeof CreateMachineRequest.Type
 
-/** A fork: a new machine whose disk is a copy of the source's (stopped or running). */
-export const ForkRequest = RequestBody({
-  name: MachineName,
-  start: Schema.optionalWith(Schema.Boolean, { default: () => true })
-})
-
-/** A restore: a new machine from a snapshot of the machine, its latest ready one when none is named. */
-export const RestoreRequest = RequestBody({
-  name: MachineName,
-  snapshot_id: Schema.optionalWith(Schema.NullOr(Uuid), { default: () => null }),
-  start: Schema.optionalWith(Schema.Boolean, { default: () => true })
-})
-
 export const PatchMachineRequest = RequestBody({
   name: Schema.optional(MachineName),
   auto_stop_seconds: Schema.optional(Seconds),
@@ -113,20 +101,10 @@ const PublicKey = Schema.String.pipe(
 export const SshKeyRequest = RequestBody({ public_key: PublicKey })
 export const InternetRequest = RequestBody({ enabled: Schema.Boolean })
 
-const PortNumber = Schema.Int.pipe(Schema.between(1, 65535))
-
 export const ExposePortRequest = RequestBody({
   port: PortNumber,
   public: Schema.optionalWith(Schema.Boolean, { default: () => false })
 })
-
-export const PortTokenRequest = RequestBody({ expires_in_seconds: Schema.Int.pipe(Schema.between(60, 86400)) })
-
-export const PortToken = Schema.Struct({
-  token: Schema.String,
-  url: Schema.String,
-  expires_at: Timestamp
-}).annotations({ identifier: "PortToken" })
 
 export const StopRequest = RequestBody({ force: Schema.optionalWith(Schema.Boolean, { default: () => false }) })
 
@@ -212,10 +190,9 @@ export const MachineList = Schema.Struct({ items: Schema.Array(MachineDto), next
 export const ListMachinesParams = QueryParams({ ...pageFields(Schema.String), state: Schema.optional(MachineState) })
 
 const MachineIdPath = Schema.Struct({ id: Uuid })
-const PortPath = Schema.Struct({ id: Uuid, port: Schema.NumberFromString.pipe(Schema.compose(PortNumber)) })
 
 /** An operation-accepting route on one machine: path id, idempotency key, 202, the 409s. */
-const change = <
+export const machineChange = <
   const Name extends string,
   const Path extends `/v1/machines/:id${string}`,
   const Extra extends ReadonlyArray<ProblemClass<any>> = readonly []
@@ -262,26 +239,6 @@ export class MachinesApi extends HttpApiGroup.make("machines")
       .addSuccess(AcceptedChange, { status: 202 })
   )
   .add(
-    change("fork", "post", "/v1/machines/:id/fork", {
-      summary: "Fork a machine",
-      description: "A new machine whose disk is a copy of this one's, stopped or running. `machine_id` of the " +
-        "answer is the new machine.",
-      policy: policy("C", "header", Roles.machineChangers),
-      errors: [NameTaken]
-    })
-      .setPayload(ForkRequest)
-  )
-  .add(
-    change("restore", "post", "/v1/machines/:id/restore", {
-      summary: "Restore a snapshot as a new machine",
-      description: "A new machine from a snapshot of this machine: `snapshot_id`, or its latest ready snapshot " +
-        "when none is named (404 `no_snapshot` when it has none). `machine_id` of the answer is the new machine.",
-      policy: policy("C", "header", Roles.machineChangers),
-      errors: [NameTaken, NoSnapshot, SnapshotPending]
-    })
-      .setPayload(RestoreRequest)
-  )
-  .add(
     Endpoint.get("list", "/v1/machines", {
       summary: "List machines",
       description: "The organization's machines, a page at a time (`next_cursor`). Deleted machines are left out " +
@@ -315,13 +272,13 @@ export class MachinesApi extends HttpApiGroup.make("machines")
       .setPayload(PatchMachineRequest)
       .addSuccess(MachineDto)
   )
-  .add(change("start", "post", "/v1/machines/:id/start", {
+  .add(machineChange("start", "post", "/v1/machines/:id/start", {
     summary: "Start a machine",
     description: "Boots a stopped machine. Takes no body.",
     policy: policy("U", "header", Roles.machineChangers)
   }))
   .add(
-    change("stop", "post", "/v1/machines/:id/stop", {
+    machineChange("stop", "post", "/v1/machines/:id/stop", {
       summary: "Stop a machine",
       description: "Stops a running machine (`stop_reason` `api`). The body may be left out. With `force`, " +
         "the operations accepted before it that have not finished are cancelled, so a machine stuck behind " +
@@ -329,12 +286,12 @@ export class MachinesApi extends HttpApiGroup.make("machines")
       policy: allowedWhileSuspended(policy("U", "header", Roles.machineChangers))
     }).setPayload(StopRequest)
   )
-  .add(change("restart", "post", "/v1/machines/:id/restart", {
+  .add(machineChange("restart", "post", "/v1/machines/:id/restart", {
     summary: "Restart a machine",
     description: "Stops and boots the machine; it succeeds once a new boot (`boot_id`) is observed. Takes no body.",
     policy: policy("U", "header", Roles.machineChangers)
   }))
-  .add(change("delete", "del", "/v1/machines/:id", {
+  .add(machineChange("delete", "del", "/v1/machines/:id", {
     summary: "Delete a machine",
     description: "Stops the machine and removes it with its disk; the operations accepted before it that have not " +
       "finished are cancelled. The machine is still found by id, with state `deleted`, and its name is free " +
@@ -342,7 +299,7 @@ export class MachinesApi extends HttpApiGroup.make("machines")
     policy: allowedWhileSuspended(policy("C", "header", Roles.machineChangers))
   }))
   .add(
-    change("exec", "post", "/v1/machines/:id/exec", {
+    machineChange("exec", "post", "/v1/machines/:id/exec", {
       summary: "Run a command",
       description: "Runs `command` (an argv) or `shell` (a line for `/bin/sh -c`) in the running machine, in `cwd` " +
         "(relative to the machine's home) with `env` added, `stdin_base64` as its input, for at most " +
@@ -353,7 +310,7 @@ export class MachinesApi extends HttpApiGroup.make("machines")
     }).setPayload(ExecRequest)
   )
   .add(
-    change("writeFile", "post", "/v1/machines/:id/files/write", {
+    machineChange("writeFile", "post", "/v1/machines/:id/files/write", {
       summary: "Write a file",
       description: "Writes (or with `append`, appends) `data_base64`, at most 16 MiB, to the absolute `path` in the " +
         "running machine, with `mode` (octal) when given. A path holds no NUL byte, at most 4095 bytes, each name " +
@@ -364,7 +321,7 @@ export class MachinesApi extends HttpApiGroup.make("machines")
     }).setPayload(WriteFileRequest)
   )
   .add(
-    change("readFile", "post", "/v1/machines/:id/files/read", {
+    machineChange("readFile", "post", "/v1/machines/:id/files/read", {
       summary: "Read files",
       description: "Reads 1-16 `ranges` (absolute `path`, `offset`, `size` at most 16 MiB) from the running machine; " +
         "the data is the operation's `file_ranges` (`missing` for a file that does not exist; a directory fails " +
@@ -375,14 +332,14 @@ export class MachinesApi extends HttpApiGroup.make("machines")
     }).setPayload(ReadFileRequest)
   )
   .add(
-    change("installSshKey", "post", "/v1/machines/:id/ssh-keys", {
+    machineChange("installSshKey", "post", "/v1/machines/:id/ssh-keys", {
       summary: "Install an SSH key",
       description: "Adds an OpenSSH public key line to the machine's authorized keys.",
       policy: policy("U", "header", Roles.machineChangers)
     }).setPayload(SshKeyRequest)
   )
   .add(
-    change("setInternet", "put", "/v1/machines/:id/internet", {
+    machineChange("setInternet", "put", "/v1/machines/:id/internet", {
       summary: "Turn internet access on or off",
       description: "Changes the running machine's network; it succeeds once the change is observed, without a " +
         "restart.",
@@ -390,7 +347,7 @@ export class MachinesApi extends HttpApiGroup.make("machines")
     }).setPayload(InternetRequest)
   )
   .add(
-    change("exposePort", "post", "/v1/machines/:id/ports", {
+    machineChange("exposePort", "post", "/v1/machines/:id/ports", {
       summary: "Expose a port",
       description: "Makes a port of the machine reachable through the port proxy at " +
         "`/v1/machines/{id}/ports/{port}/http/`: a public port needs nothing, a private one a key, a session or " +
@@ -399,23 +356,11 @@ export class MachinesApi extends HttpApiGroup.make("machines")
     }).setPayload(ExposePortRequest)
   )
   .add(
-    change("unexposePort", "del", "/v1/machines/:id/ports/:port", {
+    machineChange("unexposePort", "del", "/v1/machines/:id/ports/:port", {
       summary: "Stop exposing a port",
       description: "The port proxy stops forwarding to this port. Takes no body.",
       policy: allowedWhileSuspended(policy("U", "header", Roles.machineChangers))
     }).setPath(PortPath)
-  )
-  .add(
-    Endpoint.post("createPortToken", "/v1/machines/:id/ports/:port/tokens", {
-      summary: "Make a port access token",
-      description: "A token that opens a private exposed port through the proxy until `expires_at` (header " +
-        "`x-svc-port-token` or query `svc_port_token`). Not an operation: answers at once.",
-      policy: policy("U", "header", Roles.machineChangers),
-      errors: [ResourceNotFound]
-    })
-      .setPath(PortPath)
-      .setPayload(PortTokenRequest)
-      .addSuccess(PortToken, { status: 201 })
   )
   .middleware(Authorization)
   .annotate(

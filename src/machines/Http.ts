@@ -7,8 +7,6 @@ import { currentOrganization, requester } from "../kernel/http/CallerContext.js"
 import { acceptedChange } from "../kernel/http/Dto.js"
 import { mapPage } from "../kernel/http/Pagination.js"
 import { buildWithOnly } from "../kernel/Narrow.js"
-import { portTokenRoute } from "../ports/Http.js"
-import { PortTokens } from "../ports/PortTokens.js"
 import { machineOrigins } from "../snapshots/Http.js"
 import { Snapshots } from "../snapshots/Snapshots.js"
 import { machineDto, machineStatsDto } from "./Dto.js"
@@ -20,10 +18,8 @@ export const MachinesHandlers = HttpApiBuilder.group(Api, "machines", (handlers)
     const machines = yield* Machines
     const stats = yield* MachineStats
     const config = yield* AppConfig
-    // The routes whose rules belong to another area: a new machine's disk from a snapshot or a
-    // template (snapshots), a port token (ports). Those areas answer them; this group only routes.
+    // A create from a template: its disk and rules are the snapshots area's; this group only routes.
     const origins = yield* machineOrigins
-    const portToken = yield* portTokenRoute
     const dto = machineDto(config)
     const accepted = acceptedChange(config.baseUrl)
     const change = (
@@ -39,22 +35,14 @@ export const MachinesHandlers = HttpApiBuilder.group(Api, "machines", (handlers)
           payload.template === null
             ? Effect.map(machines.create(who, payload), accepted)
             : origins.fromTemplate(who, { ...payload, template: payload.template })))
-      .handle(
-        "fork",
-        ({ headers, path, payload }) => Effect.flatMap(requester(headers), (who) => origins.fork(who, path.id, payload))
-      )
-      .handle("restore", ({ headers, path, payload }) =>
-        Effect.flatMap(requester(headers), (who) => origins.restore(who, path.id, payload)))
       .handle("list", ({ urlParams }) =>
         Effect.flatMap(currentOrganization, (organization) =>
           Effect.map(
             machines.page(organization.id, urlParams.limit, urlParams.cursor ?? null, urlParams.state ?? null),
-            (page) =>
-              mapPage(page, dto)
+            (page) => mapPage(page, dto)
           )))
       .handle("get", ({ path }) =>
-        Effect.flatMap(currentOrganization, (organization) =>
-          Effect.map(machines.find(organization.id, path.id), dto)))
+        Effect.flatMap(currentOrganization, (organization) => Effect.map(machines.find(organization.id, path.id), dto)))
       .handle("stats", ({ path }) =>
         Effect.flatMap(currentOrganization, (organization) =>
           Effect.map(stats.of(organization.id, path.id), machineStatsDto)))
@@ -91,6 +79,4 @@ export const MachinesHandlers = HttpApiBuilder.group(Api, "machines", (handlers)
         change(headers, path.id, "expose_port", { ...payload }))
       .handle("unexposePort", ({ headers, path }) =>
         change(headers, path.id, "unexpose_port", { port: path.port }))
-      .handle("createPortToken", ({ path, payload }) =>
-        portToken(path.id, path.port, payload.expires_in_seconds))
-  })).pipe(buildWithOnly(Authorization, Machines, MachineStats, AppConfig, Snapshots, PortTokens))
+  })).pipe(buildWithOnly(Authorization, Machines, MachineStats, AppConfig, Snapshots))

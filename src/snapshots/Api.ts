@@ -1,7 +1,7 @@
 /**
  * Snapshots and templates (api.md "Snapshots and templates"): push, list, latest, get, delete,
- * bulk delete and delete by source; templates by name or id. Fork and restore are machine routes
- * (MachinesApi). docs/snapshots.md says what the store behind them does.
+ * bulk delete and delete by source; templates by name or id; fork and restore (new machines from a
+ * machine's disk or snapshot). docs/snapshots.md says what the store behind them does.
  */
 import { HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
@@ -14,9 +14,11 @@ import { Endpoint } from "../kernel/http/Endpoint.js"
 import { acceptErrors, stateErrors } from "../kernel/http/ErrorLists.js"
 import { ResourceNotFound } from "../kernel/http/Errors.js"
 import { LimitExceeded } from "../kernel/http/MachineErrors.js"
+import { NameTaken } from "../kernel/http/MachineErrors.js"
 import { pageFields } from "../kernel/http/Pagination.js"
 import { allowedWhileSuspended, policy } from "../kernel/http/Policy.js"
 import type { ProblemClass } from "../kernel/http/Problem.js"
+import { machineChange, MachineName } from "../machines/Api.js"
 import { NoSnapshot, SnapshotLimitReached, SnapshotPending, TemplateLimitReached, TemplateNameTaken } from "./Errors.js"
 
 export { NoSnapshot, SnapshotLimitReached, SnapshotPending, TemplateLimitReached, TemplateNameTaken }
@@ -77,6 +79,19 @@ export const SnapshotDeleteResults = Schema.Struct({
   results: Schema.Array(Schema.Struct({ snapshot_id: Schema.String, result: DeleteResult }))
 }).annotations({ identifier: "SnapshotDeleteResults" })
 export type SnapshotDeleteResults = typeof SnapshotDeleteResults.Type
+
+/** A fork: a new machine whose disk is a copy of the source's (stopped or running). */
+export const ForkRequest = RequestBody({
+  name: MachineName,
+  start: Schema.optionalWith(Schema.Boolean, { default: () => true })
+})
+
+/** A restore: a new machine from a snapshot of the machine, its latest ready one when none is named. */
+export const RestoreRequest = RequestBody({
+  name: MachineName,
+  snapshot_id: Schema.optionalWith(Schema.NullOr(Uuid), { default: () => null }),
+  start: Schema.optionalWith(Schema.Boolean, { default: () => true })
+})
 
 export const TemplateName = Schema.String.pipe(
   Schema.pattern(/^[a-z0-9][a-z0-9._-]{0,63}$/, {
@@ -231,10 +246,30 @@ export class SnapshotsApi extends HttpApiGroup.make("snapshots")
       .setPath(TemplatePath)
       .addSuccess(Schema.Void, { status: 204 })
   )
+  .add(
+    machineChange("fork", "post", "/v1/machines/:id/fork", {
+      summary: "Fork a machine",
+      description: "A new machine whose disk is a copy of this one's, stopped or running. `machine_id` of the " +
+        "answer is the new machine.",
+      policy: policy("C", "header", Roles.machineChangers),
+      errors: [NameTaken]
+    })
+      .setPayload(ForkRequest)
+  )
+  .add(
+    machineChange("restore", "post", "/v1/machines/:id/restore", {
+      summary: "Restore a snapshot as a new machine",
+      description: "A new machine from a snapshot of this machine: `snapshot_id`, or its latest ready snapshot " +
+        "when none is named (404 `no_snapshot` when it has none). `machine_id` of the answer is the new machine.",
+      policy: policy("C", "header", Roles.machineChangers),
+      errors: [NameTaken, NoSnapshot, SnapshotPending]
+    })
+      .setPayload(RestoreRequest)
+  )
   .middleware(Authorization)
   .annotate(
     OpenApi.Description,
-    "Snapshots and templates: push snapshots of stopped machines, save templates, list and delete them. Fork " +
-      "and restore are machine routes."
+    "Snapshots and templates: push snapshots of stopped machines, save templates, list and delete them; " +
+      "fork a machine, restore a snapshot as a new machine."
   )
 {}

@@ -59,7 +59,13 @@ export const SnapshotsHandlers = HttpApiBuilder.group(Api, "snapshots", (handler
     const snapshots = yield* Snapshots
     const accepted = snapshotAccepted((yield* AppConfig).baseUrl)
     const organizationId = Effect.map(currentOrganization, (organization) => organization.id)
+    const origins = yield* machineOrigins
     return handlers
+      .handle("fork", ({ headers, path, payload }) =>
+        Effect.flatMap(requester(headers), (who) => origins.fork(who, path.id, payload)))
+      .handle("restore", ({ headers, path, payload }) =>
+        Effect.flatMap(requester(headers), (who) =>
+          origins.restore(who, path.id, payload)))
       .handle("push", ({ headers, path, payload }) =>
         Effect.flatMap(requester(headers), (who) =>
           Effect.map(snapshots.push(who, path.id, payload.tier ?? "warm"), accepted)))
