@@ -25,6 +25,8 @@ import { Gauges } from "./kernel/metrics/Gauges.js"
 import * as Database from "./kernel/sql/Database.js"
 import * as DataDirLock from "./kernel/sql/DataDirLock.js"
 import { GroupCommit } from "./kernel/sql/GroupCommit.js"
+import * as HostLease from "./kernel/sql/HostLease.js"
+import { HostsRepo } from "./kernel/sql/HostsRepo.js"
 import { IdempotencyKeysRepo } from "./kernel/sql/IdempotencyKeysRepo.js"
 import * as IdempotencySweep from "./kernel/sql/IdempotencySweep.js"
 import { Singletons } from "./kernel/sql/Singletons.js"
@@ -52,6 +54,7 @@ const KernelLive = Layer.mergeAll(
   EngineReads.layer.pipe(Layer.provideMerge(Layer.mergeAll(MachinesRepo.layer, OperationsRepo.layer))),
   SnapshotsRepo.layer,
   IdempotencyKeysRepo.layer,
+  HostsRepo.layer,
   SecretBox.layer,
   Mail.layer,
   RateLimiter.layer,
@@ -96,6 +99,8 @@ const runtimeLive = <E, R>(driver: Layer.Layer<MachineDriver, E, R>) =>
   ).pipe(
     Layer.provideMerge(SnapshotWork.layer),
     Layer.provideMerge(SnapshotStore.layer),
+    // The host's lease is taken before anything drives a machine (docs/scale-out.md).
+    Layer.provideMerge(HostLease.layer),
     Layer.provideMerge(
       Layer.mergeAll(
         driver,
@@ -147,4 +152,4 @@ export const RoutesWithServices = RoutesLive.pipe(Layer.provide(ServicesLive))
 
 /** The service listening where the configuration says. */
 export const AppLive = (config: Layer.Layer<AppConfig, unknown>) =>
-  HttpLive.pipe(Layer.provide(ServicesLive), Layer.provide(config))
+  Layer.merge(HttpLive, HostLease.exitOnLoss).pipe(Layer.provide(ServicesLive), Layer.provide(config))

@@ -10,6 +10,8 @@ import { type DomainEvent, DomainEvents } from "../kernel/events/DomainEvents.js
 import { EventRecorders } from "../kernel/events/EventRecorders.js"
 import { GuestActionFailed } from "../kernel/http/MachineErrors.js"
 import { GroupCommit } from "../kernel/sql/GroupCommit.js"
+import { HostLease } from "../kernel/sql/HostLease.js"
+import { EngineReads } from "../runtime/EngineReads.js"
 import { type Attachment, promptText, writeAttachments } from "./Attachments.js"
 import { AgentConversationsRepo, type TurnRow } from "./ConversationsRepo.js"
 import type { EventLog } from "./EventLog.js"
@@ -44,6 +46,8 @@ export const makeTurns = (log: EventLog, finishedEvent: (row: TurnRow) => Domain
     const bus = yield* DomainEvents
     const repo = yield* AgentConversationsRepo
     const driver = yield* MachineDriver
+    const engine = yield* EngineReads
+    const lease = yield* HostLease
     const scope = yield* Effect.scope
     const handles = new Map<string, TurnHandle>()
 
@@ -80,8 +84,11 @@ export const makeTurns = (log: EventLog, finishedEvent: (row: TurnRow) => Domain
       })
 
     // Turns left open by an earlier process. A graceful stop ended their agents; after a crash they
-    // may still run in machines that outlived it, so they are killed first.
+    // may still run in machines that outlived it, so they are killed first. Only this host's: another
+    // host's turns run in its own node.
     for (const turn of yield* repo.openTurns) {
+      const machine = yield* engine.machines.find(turn.machine_id)
+      if (Option.isSome(machine) && machine.value.host_id !== lease.hostId) continue
       yield* sweep(driver, turn.machine_id, turn.id, "KILL")
       yield* finish(
         turn,

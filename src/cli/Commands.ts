@@ -3,6 +3,7 @@ import { Command } from "@effect/cli"
 import { OpenApi } from "@effect/platform"
 import { Console } from "effect"
 import { Api } from "../Api.js"
+import { svcVersion } from "../kernel/Version.js"
 import { admin } from "./Admin.js"
 import { agent } from "./Agent.js"
 import { agents } from "./Agents.js"
@@ -59,4 +60,4 @@ export const svc = Command.make("svc").pipe(
 
 // `svc --version` (and the help's first lines): svc's version and the Node it runs on, which for the
 // single file is the one it embeds (bin/build.mjs).
-export const version = `0.1.0 (node ${process.version})`
+export const version = `${svcVersion} (node ${process.version})`

@@ -26,6 +26,7 @@ import { ResourceNotFound } from "../kernel/http/Errors.js"
 import { machineConflicts, NameTaken, RuntimeUnavailable } from "../kernel/http/MachineErrors.js"
 import { paginate } from "../kernel/http/Pagination.js"
 import { GroupCommit } from "../kernel/sql/GroupCommit.js"
+import { HostLease } from "../kernel/sql/HostLease.js"
 import { canonicalJson, makeIdempotency, type Requester } from "../kernel/sql/Idempotency.js"
 import { makeRowLocks } from "../kernel/sql/RowLocks.js"
 import { Limits } from "../limits/Limits.js"
@@ -84,6 +85,7 @@ const make = Effect.gen(function*() {
   const limits = yield* Limits
   const environments = yield* MachineEnvironments
   const driver = yield* MachineDriver
+  const lease = yield* HostLease
   /** Refuses before anything is recorded when this host cannot run machines (retry with the same key). */
   const runtimeReady = Effect.suspend(() =>
     driver.unavailable === undefined
@@ -252,7 +254,8 @@ const make = Effect.gen(function*() {
             stopped_at: null,
             deleted_at: null,
             last_activity_at: null,
-            ports: "[]"
+            ports: "[]",
+            host_id: lease.hostId
           }
           yield* machines.insert(row)
           yield* record(requester, fingerprint, {

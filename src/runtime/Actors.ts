@@ -27,6 +27,8 @@ export const cancelGraceSeconds = 10
  */
 export const makeActors = (
   run: (operation: OperationRow) => Effect.Effect<void>,
+  /** Whether the machine is this node's host's: another host's machine is driven by its own node. */
+  owns: (machineId: string) => Effect.Effect<boolean>,
   cancels: ReadonlyMap<string, Running>,
   scope: Scope.Scope
 ) =>
@@ -37,6 +39,11 @@ export const makeActors = (
     /** The actor: drains the machine's open operations, then ends once nothing woke it meanwhile. */
     const actor = (machineId: string, self: Actor): Effect.Effect<void> =>
       Effect.gen(function*() {
+        // A machine accepted here for another host is woken there (its node's poll), not here.
+        if (!(yield* owns(machineId))) {
+          if (actors.get(machineId) === self) actors.delete(machineId)
+          return
+        }
         while (true) {
           self.woken = false
           const next = yield* operations.nextOpen(machineId)
@@ -98,5 +105,9 @@ export const makeActors = (
         yield* wake(operation.machine_id)
       })
 
-    return { wake, abandonAfterGrace }
+    /** Wakes those of `machineIds` that have no actor (a busy actor reads its mailbox anyway). */
+    const wakeIdle = (machineIds: ReadonlyArray<string>) =>
+      Effect.forEach(machineIds, (id) => actors.has(id) ? Effect.void : wake(id), { discard: true })
+
+    return { wake, wakeIdle, abandonAfterGrace }
   })

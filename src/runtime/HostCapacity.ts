@@ -9,7 +9,7 @@
  * operation row keeps `queued_at` and the expiry, so a restart keeps both.
  */
 import { Clock, Context, Deferred, Effect, Layer } from "effect"
-import { AppConfig } from "../kernel/config/AppConfig.js"
+import { AppConfig, hostSettingsOf } from "../kernel/config/AppConfig.js"
 import { MachinesRepo } from "./MachinesRepo.js"
 
 export type QueuePriority = "paid" | "trial"
@@ -58,14 +58,16 @@ export interface HostCapacityShape {
 export class HostCapacity extends Context.Tag("svc/runtime/HostCapacity")<HostCapacity, HostCapacityShape>() {}
 
 const make = Effect.gen(function*() {
-  const { capacity: host } = yield* AppConfig
+  const config = yield* AppConfig
+  const { capacity: host } = config
+  const { hostId } = hostSettingsOf(config)
   const machines = yield* MachinesRepo
   const admitted = new Set<string>()
   let waiters: Array<Waiter> = []
   // One admission decision at a time, so two boots cannot take the last slot.
   const lock = yield* Effect.makeSemaphore(1)
 
-  const occupied = Effect.map(machines.runningIds, (ids) => {
+  const occupied = Effect.map(machines.runningIds(hostId), (ids) => {
     const slots = new Set(ids)
     for (const id of admitted) slots.add(id)
     return slots

@@ -2,13 +2,18 @@
  * The supervisor: one actor fiber per machine with work, each taking that machine's operations one
  * at a time in acceptance order from the operations table (the durable mailbox; the in-memory queue
  * only wakes the fiber). No machine waits for another. An actor that dies is restarted alone. On
- * start, what was `running` becomes `uncertain` and every machine with open work is woken.
+ * start, what was `running` becomes `uncertain` and every machine with open work is woken. Only the
+ * machines of this node's host (its lease: src/kernel/sql/HostLease.ts): another host's are driven
+ * by that host's node, which finds the operations accepted here by its poll.
  *
  * Its parts: the actors' registry (Actors.ts), one operation's run (RunOperation.ts) with its
  * admission to the host (Admission.ts), and the writes that settle it (Settle.ts).
  */
-import { Clock, Context, Deferred, Effect, Layer } from "effect"
+import { SqlClient } from "@effect/sql"
+import { Clock, Context, Deferred, Effect, Layer, Option } from "effect"
 import { MachineDriver } from "../drivers/MachineDriver.js"
+import { GroupCommit } from "../kernel/sql/GroupCommit.js"
+import { HostLease } from "../kernel/sql/HostLease.js"
 import { makeActors } from "./Actors.js"
 import { makeAdmission } from "./Admission.js"
 import { stoppedOnItsOwn } from "./Apply.js"
@@ -36,7 +41,18 @@ export class MachineSupervisor extends Context.Tag("svc/runtime/MachineSuperviso
   MachineSupervisorShape
 >() {}
 
+/**
+ * How often a node looks for its host's machines with work and no actor: the safety net that runs
+ * operations another node accepted for this host. On SQLite every accept is this node's own and
+ * wakes its actor directly, so it does not poll.
+ */
+export const pollMillis = 1500
+
 const make = Effect.gen(function*() {
+  const lease = yield* HostLease
+  const { hostId } = lease
+  const sql = yield* SqlClient.SqlClient
+  const commit = yield* GroupCommit
   const machines = yield* MachinesRepo
   const operations = yield* OperationsRepo
   const driver = yield* MachineDriver
@@ -45,10 +61,23 @@ const make = Effect.gen(function*() {
   const settling = yield* makeSettling
   const { persist, record, recordStatus, reproject } = settling
   const run = yield* makeRun(settling, yield* makeAdmission(settling), cancels)
-  const { abandonAfterGrace, wake } = yield* makeActors(run, cancels, scope)
+  const owns = (machineId: string) =>
+    Effect.map(machines.hostOf(machineId), (host) => Option.isSome(host) && host.value === hostId)
+  const { abandonAfterGrace, wake, wakeIdle } = yield* makeActors(run, owns, cancels, scope)
+
+  /** A recovery write, fenced like every other write that drives the host's machines. */
+  const fenced = <A>(effect: Effect.Effect<A>) => commit.transaction(Effect.zipRight(lease.fence, effect))
+
+  // Rows from before hosts are this host's: an upgraded single host keeps its machines.
+  const adopted = yield* fenced(machines.adoptUnplaced(hostId))
+  if (adopted > 0) {
+    yield* Effect.logInfo("machines without a host given to this one").pipe(
+      Effect.annotateLogs({ host_id: hostId, machines: adopted })
+    )
+  }
 
   // Reconcile: a machine whose sandbox ended while svc was down (a crash, a host restart) is stopped.
-  for (const machine of yield* machines.running) {
+  for (const machine of yield* machines.runningOn(hostId)) {
     const seen = yield* Effect.either(driver.observe(machine.id))
     if (seen._tag === "Right" && !seen.right.running) {
       yield* Effect.logWarning("machine found not running; marked stopped").pipe(
@@ -64,8 +93,16 @@ const make = Effect.gen(function*() {
   }
 
   // Recovery: what was running can no longer be known; re-apply it, and wake every machine with work.
-  yield* operations.markInterruptedUncertain
-  yield* Effect.forEach(yield* operations.machinesWithOpenWork, wake, { discard: true })
+  yield* fenced(operations.markInterruptedUncertain(hostId))
+  yield* Effect.forEach(yield* operations.machinesWithOpenWork(hostId), wake, { discard: true })
+  if (sql.onDialectOrElse({ pg: () => true, orElse: () => false })) {
+    yield* Effect.flatMap(operations.machinesWithOpenWork(hostId), wakeIdle).pipe(
+      Effect.catchAllCause((cause) => Effect.logWarning("the poll for this host's work failed", cause)),
+      Effect.delay(pollMillis),
+      Effect.forever,
+      Effect.forkIn(scope)
+    )
+  }
 
   const cancel = (operation: OperationRow) =>
     Effect.gen(function*() {

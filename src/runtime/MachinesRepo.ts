@@ -1,5 +1,5 @@
 import { SqlClient } from "@effect/sql"
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Option } from "effect"
 import type { MachineSize, MachineState } from "../kernel/domain/MachineStates.js"
 import { Prepared } from "../kernel/sql/Sqlite.js"
 
@@ -32,6 +32,8 @@ export interface MachineRow {
   readonly ports: string
   /** Automatic snapshots (docs/snapshots.md): how many to keep, or null when off. */
   readonly auto_snapshot_keep?: number | null
+  /** The host that holds the machine's disk (docs/scale-out.md); null only on rows from before hosts. */
+  readonly host_id?: string | null
 }
 
 /** A running machine's boot, as the abuse guard samples it. */
@@ -67,8 +69,25 @@ const make = Effect.gen(function*() {
         ${options.state === null ? sql`AND state <> 'deleted'` : sql`AND state = ${options.state}`}
         ORDER BY id LIMIT ${options.limit}`.pipe(Effect.orDie),
     update: (id: string, patch: MachinePatch) => prepared.updateById("machines", id, patch),
-    /** Machines to bring back at start: running ones (timers, adoption). */
-    running: sql<MachineRow>`SELECT * FROM machines WHERE state IN ('running', 'starting', 'restarting')`.pipe(
+    /** The host's machines to bring back at start: running ones (timers, adoption). */
+    runningOn: (hostId: string) =>
+      sql<MachineRow>`SELECT * FROM machines WHERE host_id = ${hostId}
+        AND state IN ('running', 'starting', 'restarting')`.pipe(Effect.orDie),
+    /** The host that holds the machine, if the machine exists. */
+    hostOf: (id: string) =>
+      Effect.map(
+        prepared.first<{ host_id: string | null }>("SELECT host_id FROM machines WHERE id = ?", id),
+        Option.map((row) => row.host_id)
+      ),
+    /**
+     * Gives `hostId` the machines that have no host (rows from before hosts: an upgraded single host
+     * keeps its machines). Answers how many.
+     */
+    adoptUnplaced: (hostId: string) => prepared.run("UPDATE machines SET host_id = ? WHERE host_id IS NULL", hostId),
+    /** Per host, its machines that run or will once accepted operations have run (placement, the host list). */
+    runningByHost: sql<{ host_id: string; n: number }>`SELECT host_id, COUNT(*) AS n FROM machines
+      WHERE projected_state = 'running' AND host_id IS NOT NULL GROUP BY host_id`.pipe(
+      Effect.map((rows) => new Map(rows.map((row) => [row.host_id, Number(row.n)]))),
       Effect.orDie
     ),
     /**
@@ -79,11 +98,13 @@ const make = Effect.gen(function*() {
       "SELECT id, organization_id, created_by, size, boot_id FROM machines WHERE state = 'running' " +
         "AND boot_id IS NOT NULL"
     ),
-    /** Machines that hold a slot of the host (src/runtime/HostCapacity.ts). */
-    runningIds: sql<{ id: string }>`SELECT id FROM machines WHERE state IN ('running', 'starting', 'restarting')`.pipe(
-      Effect.map((rows) => rows.map((row) => row.id)),
-      Effect.orDie
-    ),
+    /** The host's machines that hold a slot of it (src/runtime/HostCapacity.ts). */
+    runningIds: (hostId: string) =>
+      sql<{ id: string }>`SELECT id FROM machines WHERE host_id = ${hostId}
+        AND state IN ('running', 'starting', 'restarting')`.pipe(
+        Effect.map((rows) => rows.map((row) => row.id)),
+        Effect.orDie
+      ),
     /** The organization's machines that are or will be running once their accepted operations have run. */
     headedForRunning: (organizationId: string) =>
       sql<MachineRow>`SELECT * FROM machines WHERE organization_id = ${organizationId}

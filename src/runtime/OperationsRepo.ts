@@ -118,15 +118,20 @@ const make = Effect.gen(function*() {
       Effect.map((rows) => rows.map((row) => row.id)),
       Effect.orDie
     ),
-    machinesWithOpenWork: sql<{ machine_id: string }>`SELECT DISTINCT machine_id FROM operations
-      WHERE status IN ('pending', 'running', 'uncertain')`.pipe(
-      Effect.map((rows) => rows.map((row) => row.machine_id)),
-      Effect.orDie
-    ),
-    /** What was running when the process stopped can no longer be known: it becomes uncertain. */
-    markInterruptedUncertain: sql`UPDATE operations SET status = 'uncertain' WHERE status = 'running'`.pipe(
-      Effect.orDie
-    ),
+    machinesWithOpenWork: (hostId: string) =>
+      sql<{ machine_id: string }>`SELECT DISTINCT o.machine_id FROM operations o
+        JOIN machines m ON m.id = o.machine_id
+        WHERE o.status IN ('pending', 'running', 'uncertain') AND m.host_id = ${hostId}`.pipe(
+        Effect.map((rows) => rows.map((row) => row.machine_id)),
+        Effect.orDie
+      ),
+    /**
+     * What was running on the host when its node stopped can no longer be known: it becomes
+     * uncertain. Another host's operations are its own node's.
+     */
+    markInterruptedUncertain: (hostId: string) =>
+      sql`UPDATE operations SET status = 'uncertain' WHERE status = 'running'
+        AND machine_id IN (SELECT id FROM machines WHERE host_id = ${hostId})`.pipe(Effect.orDie),
     /** Marks the operation running unless it was settled meanwhile (a cancel); false then. */
     claim: (id: string, attempts: number, now: number) =>
       Effect.map(

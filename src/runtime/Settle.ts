@@ -7,6 +7,7 @@ import { type MachineState, type OperationStatus } from "../kernel/domain/Machin
 import { type DomainEvent, DomainEvents } from "../kernel/events/DomainEvents.js"
 import { EventRecorders } from "../kernel/events/EventRecorders.js"
 import { GroupCommit } from "../kernel/sql/GroupCommit.js"
+import { HostLease } from "../kernel/sql/HostLease.js"
 import { MachinesRepo } from "./MachinesRepo.js"
 import { type OperationRow, OperationsRepo } from "./OperationsRepo.js"
 import { type Outcome } from "./Outcome.js"
@@ -36,6 +37,7 @@ export const makeSettling = Effect.gen(function*() {
   const operations = yield* OperationsRepo
   const events = yield* DomainEvents
   const outbox = yield* EventRecorders
+  const lease = yield* HostLease
 
   /**
    * Runs `job` in the group commit (one fsync shared with every other accept and actor write ready
@@ -51,8 +53,9 @@ export const makeSettling = Effect.gen(function*() {
         const published: Array<DomainEvent> = []
         const all = (each: (event: DomainEvent) => Effect.Effect<void>) =>
           Effect.forEach(published, each, { discard: true })
-        // The outbox (webhook deliveries, alerts) is written in the job's own transaction.
-        const withOutbox = Effect.tap(job(published), () => outbox.record(published))
+        // Fenced first: a node that lost its host writes nothing more for its machines. The outbox
+        // (webhook deliveries, alerts) is written in the job's own transaction.
+        const withOutbox = Effect.zipRight(lease.fence, Effect.tap(job(published), () => outbox.record(published)))
         return how === "transaction"
           ? Effect.tap(commit.transaction(withOutbox, () => all(events.readable)), () => all(events.deliver))
           : Effect.tap(commit.applied(withOutbox), () => all(events.publish))

@@ -21,9 +21,14 @@ import { EventRecorders } from "../../src/kernel/events/EventRecorders.js"
 import { ResourceNotFound } from "../../src/kernel/http/Errors.js"
 import * as Database from "../../src/kernel/sql/Database.js"
 import { GroupCommit } from "../../src/kernel/sql/GroupCommit.js"
+import * as HostLease from "../../src/kernel/sql/HostLease.js"
+import { HostsRepo } from "../../src/kernel/sql/HostsRepo.js"
 import type { Requester } from "../../src/kernel/sql/Idempotency.js"
 import { IdempotencyKeysRepo } from "../../src/kernel/sql/IdempotencyKeysRepo.js"
 import { Machines } from "../../src/machines/Machines.js"
+import { EngineReads } from "../../src/runtime/EngineReads.js"
+import { MachinesRepo } from "../../src/runtime/MachinesRepo.js"
+import { OperationsRepo } from "../../src/runtime/OperationsRepo.js"
 import { eventually } from "../support/Machines.js"
 import { tempDir, testConfig } from "../support/TestServer.js"
 
@@ -86,6 +91,13 @@ export const agentsWith = (machines: ReadonlyArray<TestMachine>, dir?: string) =
       AgentsLive.pipe(
         Layer.provideMerge(
           Layer.mergeAll(GroupCommit.layer, IdempotencyKeysRepo.layer, DomainEvents.layer, EventRecorders.none)
+        ),
+        // Recovery asks which host a turn's machine is on: the engine's reads (no machine rows here).
+        Layer.provideMerge(
+          Layer.mergeAll(
+            EngineReads.layer.pipe(Layer.provide(Layer.mergeAll(MachinesRepo.layer, OperationsRepo.layer))),
+            HostLease.layer.pipe(Layer.provide(HostsRepo.layer))
+          )
         ),
         Layer.provideMerge(Database.layerFile(database)),
         Layer.provideMerge(Layer.succeed(MachineDriver, driver)),
