@@ -16,9 +16,10 @@ import { failureTag, newMachine, owner, services } from "../support/Services.js"
 /** Two nodes on one database: a second context on the first's PostgreSQL database, else the first again. */
 const twoNodes = (overrides: Partial<AppConfigShape> = {}) =>
   Effect.gen(function*() {
-    const a = yield* services(overrides)
+    const a = yield* services({ hostId: "node-a", ...overrides })
     const url = Context.get(a, AppConfig).postgresUrl
-    const b = url === undefined ? a : yield* services({ ...overrides, postgresUrl: url })
+    // A host of its own: two live nodes never share one (the second would take the first's lease).
+    const b = url === undefined ? a : yield* services({ hostId: "node-b", ...overrides, postgresUrl: url })
     return [a, b] as const
   })
 
