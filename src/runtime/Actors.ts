@@ -82,7 +82,10 @@ export const makeActors = (
         }
         const self: Actor = { woken: true }
         actors.set(machineId, self)
-        return supervised(machineId, self).pipe(
+        // Interruptible whoever wakes it: a fork inherits its parent's region, and a wake may come
+        // from an uninterruptible one (PostgreSQL's group commit runs `committed` in its caller's
+        // uninterruptible mask): a cancel's grace and the scope's close must be able to end it.
+        return Effect.interruptible(supervised(machineId, self)).pipe(
           Effect.forkIn(scope),
           Effect.map((fiber) => void (self.fiber = fiber))
         )

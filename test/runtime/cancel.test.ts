@@ -5,11 +5,11 @@
  * whose start never answers.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Context, Effect, TestClock } from "effect"
+import { Clock, Context, Effect, TestClock } from "effect"
 import { Machines } from "../../src/machines/Machines.js"
 import { Operations } from "../../src/operations/Operations.js"
 import { cancelGraceSeconds } from "../../src/runtime/Actors.js"
-import { owner, services, until } from "../support/Services.js"
+import { asleepUntil, owner, services, until } from "../support/Services.js"
 
 describe("cancel", () => {
   it.scoped("a running start that never answers ends correlation_miss once the grace has passed", () =>
@@ -35,7 +35,10 @@ describe("cancel", () => {
       const start = yield* machines.change(alice, made.machine_id, "start", {})
       yield* until(Effect.map(statusOf(start.operation_id), (op) => op.status === "running" ? op : undefined))
 
+      const cancelledAt = yield* Clock.currentTimeMillis
       yield* operations.cancel(alice.organizationId, start.operation_id)
+      // The grace's timer is armed by a fiber of its own: move the clock once it sleeps.
+      yield* asleepUntil(cancelledAt + cancelGraceSeconds * 1000)
       yield* TestClock.adjust(`${cancelGraceSeconds - 1} seconds`)
       assert.strictEqual((yield* statusOf(start.operation_id)).status, "running")
       yield* TestClock.adjust("1 second")
