@@ -56,7 +56,7 @@ export type InputAccepted = AgentInputAccepted
 export type ProviderModels = ProviderModelsDto
 
 import type { NotificationPreferencesDto } from "../../src/alerts/Api.js"
-import type { PortToken as PortTokenDto } from "../../src/machines/Api.js"
+import type { PortToken as PortTokenDto } from "../../src/ports/Api.js"
 
 export type AlertPreferences = typeof NotificationPreferencesDto.Type
 export type PortToken = typeof PortTokenDto.Type
