@@ -27,27 +27,30 @@ describe("two nodes on PostgreSQL: the webhook sender's node killed", () => {
         const server = yield* startPostgres
         const url = yield* server.database("senders")
         const keys = NodeCrypto.randomBytes(32).toString("base64")
-        const nodeEnv = Effect.gen(function*() {
-          const dataDir = yield* tempDir
-          yield* Effect.addFinalizer(() => destroyMachines(dataDir, "process"))
-          const port = yield* freePort
-          return {
-            port,
-            env: {
-              SVC_DATA_DIR: dataDir,
-              SVC_PORT: String(port),
-              // Process driver: the burst makes hundreds of machines; the outbox is under test.
-              SVC_RUNTIME: "process",
-              SVC_BILLING: "unlimited",
-              SVC_DATABASE_URL: url,
-              SVC_SECRET_KEYS: keys,
-              SVC_WEBHOOK_ALLOW_PRIVATE: "true",
-              SVC_LIMITS: JSON.stringify({ unlimited: { starts_per_hour: 100000 } })
+        const nodeEnv = (host: string) =>
+          Effect.gen(function*() {
+            const dataDir = yield* tempDir
+            yield* Effect.addFinalizer(() => destroyMachines(dataDir, "process"))
+            const port = yield* freePort
+            return {
+              port,
+              env: {
+                SVC_DATA_DIR: dataDir,
+                SVC_PORT: String(port),
+                // Process driver: the burst makes hundreds of machines; the outbox is under test.
+                SVC_RUNTIME: "process",
+                SVC_BILLING: "unlimited",
+                SVC_DATABASE_URL: url,
+                SVC_SECRET_KEYS: keys,
+                // Two live nodes never share a host (the second would fence the first).
+                SVC_HOST_ID: host,
+                SVC_WEBHOOK_ALLOW_PRIVATE: "true",
+                SVC_LIMITS: JSON.stringify({ unlimited: { starts_per_hour: 100000 } })
+              }
             }
-          }
-        })
-        const a = yield* nodeEnv
-        const b = yield* nodeEnv
+          })
+        const a = yield* nodeEnv("host-a")
+        const b = yield* nodeEnv("host-b")
         const receiver = yield* httpReceiver()
         // a alone first: it takes the sender (a waiting name is tried at once); b, started after, waits.
         const first = yield* serve(a.env)
