@@ -56,7 +56,9 @@ export const MachineDto = Schema.Struct({
   created_at: Timestamp,
   updated_at: Timestamp,
   started_at: NullableTimestamp,
-  stopped_at: NullableTimestamp
+  stopped_at: NullableTimestamp,
+  /** The host that holds the machine's disk (docs/scale-out.md); on one host, that host's id. */
+  host_id: Schema.String
 }).annotations({ identifier: "Machine" })
 export type MachineDto = typeof MachineDto.Type
 
