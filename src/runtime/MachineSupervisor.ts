@@ -68,10 +68,11 @@ const make = Effect.gen(function*() {
   /** A recovery write, fenced like every other write that drives the host's machines. */
   const fenced = <A>(effect: Effect.Effect<A>) => commit.transaction(Effect.zipRight(lease.fence, effect))
 
-  // Rows from before hosts are this host's: an upgraded single host keeps its machines.
-  const adopted = yield* fenced(machines.adoptUnplaced(hostId))
+  // Rows from before hosts are this host's (an upgraded single host keeps its machines); on SQLite
+  // every machine is (one node per data dir, whatever its host id was).
+  const adopted = yield* fenced(machines.adopt(hostId))
   if (adopted > 0) {
-    yield* Effect.logInfo("machines without a host given to this one").pipe(
+    yield* Effect.logInfo("machines given to this host").pipe(
       Effect.annotateLogs({ host_id: hostId, machines: adopted })
     )
   }

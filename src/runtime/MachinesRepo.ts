@@ -83,7 +83,17 @@ const make = Effect.gen(function*() {
      * Gives `hostId` the machines that have no host (rows from before hosts: an upgraded single host
      * keeps its machines). Answers how many.
      */
-    adoptUnplaced: (hostId: string) => prepared.run("UPDATE machines SET host_id = ? WHERE host_id IS NULL", hostId),
+    /**
+     * Gives this host the machines it must drive: rows from before hosts (no host) and, on SQLite,
+     * every machine. A SQLite data dir has one node (its lock), so a changed SVC_HOST_ID or
+     * hostname (a container recreated) must not leave its machines undriven.
+     */
+    adopt: (hostId: string) =>
+      sql.onDialectOrElse({
+        pg: () => prepared.run("UPDATE machines SET host_id = ? WHERE host_id IS NULL", hostId),
+        orElse: () =>
+          prepared.run("UPDATE machines SET host_id = ? WHERE host_id IS NULL OR host_id <> ?", hostId, hostId)
+      }),
     /** Per host, its machines that run or will once accepted operations have run (placement, the host list). */
     runningByHost: sql<{ host_id: string; n: number }>`SELECT host_id, COUNT(*) AS n FROM machines
       WHERE projected_state = 'running' AND host_id IS NOT NULL GROUP BY host_id`.pipe(

@@ -76,4 +76,18 @@ describe("host lease", () => {
       const after = yield* Effect.exit(commit.transaction(Effect.zipRight(lease.fence, Effect.void)))
       assert.isTrue(Exit.isFailure(after))
     }))
+
+  it.scoped("adoption at start: rows without a host on both databases; on SQLite every machine, whatever host it had", () =>
+    Effect.gen(function*() {
+      const context = yield* services({ hostId: "host-c" })
+      const sql = Context.get(context, SqlClient.SqlClient)
+      const onPostgres = sql.onDialectOrElse({ pg: () => true, orElse: () => false })
+      const repo = Context.get(context, MachinesRepo)
+      const requester = yield* owner(context, "adopt@example.com")
+      const made = yield* Context.get(context, Machines).create(requester, newMachine("renamed-host", false))
+      // The data dir's host was renamed (a new hostname, a container recreated): a node starts as host-d.
+      assert.strictEqual(yield* repo.adopt("host-d"), onPostgres ? 0 : 1)
+      const row = yield* repo.find(made.machine_id)
+      assert.strictEqual(row._tag === "Some" && row.value.host_id, onPostgres ? "host-c" : "host-d")
+    }))
 })
