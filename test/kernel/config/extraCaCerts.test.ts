@@ -1,17 +1,11 @@
 /** `SVC_EXTRA_CA_CERTS` as `svc serve` reads it: a PEM file read at start, a wrong one named. */
 import { assert, describe, it } from "@effect/vitest"
-import { ConfigProvider, Effect, Layer } from "effect"
+import { Effect } from "effect"
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
-import { AppConfig, layer as AppConfigFromEnv } from "../../../src/kernel/config/AppConfig.js"
 import { tempDir } from "../../support/TestServer.js"
 import { makeCa } from "../../support/Tls.js"
-
-const read = (env: Record<string, string>) =>
-  AppConfig.pipe(
-    Effect.provide(AppConfigFromEnv.pipe(Layer.provide(Layer.setConfigProvider(ConfigProvider.fromJson(env))))),
-    Effect.either
-  )
+import { read } from "./support.js"
 
 describe("SVC_EXTRA_CA_CERTS", () => {
   it.scoped("unset: none; a PEM file: its certificates; unreadable or not a certificate: the start stops, named", () =>

@@ -1,17 +1,8 @@
 /** `SVC_HOST_ID`, `SVC_INTERNAL_URL` and `SVC_HOST_CAPACITY` as `svc serve` reads them (docs/configuration.md). */
 import { assert, describe, it } from "@effect/vitest"
-import { ConfigProvider, Effect, Layer } from "effect"
+import { Effect } from "effect"
 import * as NodeOs from "node:os"
-import { AppConfig, layer as AppConfigFromEnv } from "../../../src/kernel/config/AppConfig.js"
-
-const read = (env: Record<string, string>) =>
-  AppConfig.pipe(
-    Effect.provide(AppConfigFromEnv.pipe(Layer.provide(Layer.setConfigProvider(ConfigProvider.fromJson(env))))),
-    Effect.either
-  )
-
-const failureOf = (env: Record<string, string>) =>
-  Effect.map(read(env), (result) => (result._tag === "Left" ? String(result.left) : "accepted"))
+import { failureOf, read } from "./support.js"
 
 describe("host settings", () => {
   it.effect("defaults: the hostname lower-cased, the base URL, no capacity", () =>

@@ -1,17 +1,8 @@
 /** `SVC_PORTS_URL` and `SVC_TRUSTED_PROXIES` as `svc serve` reads them: malformed values named. */
 import { assert, describe, it } from "@effect/vitest"
-import { ConfigProvider, Effect, Layer } from "effect"
-import { AppConfig, layer as AppConfigFromEnv } from "../../../src/kernel/config/AppConfig.js"
+import { Effect } from "effect"
 import { cidrMatcher } from "../../../src/kernel/domain/Cidr.js"
-
-const read = (env: Record<string, string>) =>
-  AppConfig.pipe(
-    Effect.provide(AppConfigFromEnv.pipe(Layer.provide(Layer.setConfigProvider(ConfigProvider.fromJson(env))))),
-    Effect.either
-  )
-
-const failureOf = (env: Record<string, string>) =>
-  Effect.map(read(env), (result) => (result._tag === "Left" ? String(result.left) : "accepted"))
+import { failureOf, read } from "./support.js"
 
 describe("proxy settings", () => {
   it.effect("SVC_PORTS_URL: unset by default, a template with {port} and {machine} in the host, else named", () =>
