@@ -14,6 +14,7 @@ import { Clock, Context, Deferred, Effect, Layer, Option } from "effect"
 import { MachineDriver } from "../drivers/MachineDriver.js"
 import { GroupCommit } from "../kernel/sql/GroupCommit.js"
 import { HostLease } from "../kernel/sql/HostLease.js"
+import { onLiveClock } from "../kernel/sql/PgSession.js"
 import { makeActors } from "./Actors.js"
 import { makeAdmission } from "./Admission.js"
 import { stoppedOnItsOwn } from "./Apply.js"
@@ -97,9 +98,11 @@ const make = Effect.gen(function*() {
   yield* fenced(operations.markInterruptedUncertain(hostId))
   yield* Effect.forEach(yield* operations.machinesWithOpenWork(hostId), wake, { discard: true })
   if (sql.onDialectOrElse({ pg: () => true, orElse: () => false })) {
+    // The wait is on the wall clock (a TestClock jump of days must not run a poll per 1.5 s of it);
+    // the wake itself keeps svc's Clock, which the actors it starts inherit.
     yield* Effect.flatMap(operations.machinesWithOpenWork(hostId), wakeIdle).pipe(
       Effect.catchAllCause((cause) => Effect.logWarning("the poll for this host's work failed", cause)),
-      Effect.delay(pollMillis),
+      Effect.zipLeft(onLiveClock(Effect.sleep(pollMillis))),
       Effect.forever,
       Effect.forkIn(scope)
     )

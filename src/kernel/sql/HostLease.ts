@@ -5,6 +5,9 @@
  * host) or none that succeeds before the lease ends loses it; so does a fenced transaction that finds
  * the epoch moved on. A lost lease is final: every later fenced transaction fails before it writes,
  * and the server exits (`exitOnLoss`).
+ *
+ * The lease runs on the real clock, not on svc's Clock service: it is liveness between processes,
+ * and a test that moves the TestClock seven days ahead must not run 120,960 renewals on the way.
  */
 import { Clock, Context, Data, Deferred, Effect, Layer } from "effect"
 import { AppConfig, hostSettingsOf } from "../config/AppConfig.js"
@@ -38,6 +41,9 @@ export interface HostLeaseShape {
 }
 
 export class HostLease extends Context.Tag("svc/kernel/sql/HostLease")<HostLease, HostLeaseShape>() {}
+
+/** The wall clock, whatever Clock the fiber that builds the layer has (a TestClock in tests). */
+const wallClock = Clock.make()
 
 const make = Effect.gen(function*() {
   const settings = hostSettingsOf(yield* AppConfig)
@@ -86,8 +92,8 @@ const make = Effect.gen(function*() {
           (held) => held ? Effect.void : Effect.zipRight(lose(`a newer epoch than ${epoch} holds it`), refused)
         )
   )
-  return HostLease.of({ hostId, epoch, fence, lost, renew })
-})
+  return HostLease.of({ hostId, epoch, fence, lost, renew: Effect.withClock(renew, wallClock) })
+}).pipe(Effect.withClock(wallClock))
 
 /** Takes the host's lease at start and keeps it renewed while the layer lives. */
 export const layer = Layer.scoped(HostLease, make)
