@@ -9,12 +9,11 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as NodeCrypto from "node:crypto"
-import { Webhook } from "standardwebhooks"
 import { destroyMachines, kill, run, serve } from "../support/Binary.js"
 import { client } from "../support/Http.js"
 import { eventually } from "../support/Machines.js"
 import { startPostgres } from "../support/Postgres.js"
-import { httpReceiver } from "../support/Receivers.js"
+import { httpReceiver, webhookIdsByMachine } from "../support/Receivers.js"
 import { freePort, tempDir } from "../support/TestServer.js"
 
 const burst = Number(process.env.BURST ?? 150)
@@ -87,15 +86,9 @@ describe("two nodes on PostgreSQL: the webhook sender's node killed", () => {
 
         const created = () => new Set(receiver.received.map((r) => JSON.parse(r.body).data.id))
         yield* eventually(Effect.sync(() => [...accepted].every((id) => created().has(id)) || undefined), 60_000)
-        const verifier = new Webhook(made.body.secret)
-        const idsByMachine = new Map<string, Set<string>>()
-        for (const delivery of receiver.received) {
-          const payload = verifier.verify(delivery.body, delivery.headers) as any
-          const ids = idsByMachine.get(payload.data.id) ?? new Set()
-          ids.add(delivery.headers["webhook-id"]!)
-          idsByMachine.set(payload.data.id, ids)
+        for (const [machine, ids] of webhookIdsByMachine(receiver, made.body.secret)) {
+          assert.strictEqual(ids.size, 1, `machine ${machine}: one webhook-id`)
         }
-        for (const [machine, ids] of idsByMachine) assert.strictEqual(ids.size, 1, `machine ${machine}: one webhook-id`)
         console.log(
           `accepted ${accepted.size}; delivered before the kill ${deliveredAtKill}, in all ${receiver.received.length}`
         )

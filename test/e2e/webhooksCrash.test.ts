@@ -6,11 +6,10 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { Webhook } from "standardwebhooks"
 import { kill, nodeEnv, run, serve } from "../support/Binary.js"
 import { client } from "../support/Http.js"
 import { eventually } from "../support/Machines.js"
-import { httpsReceiver, makeCertificates, type Receiver } from "../support/Receivers.js"
+import { httpsReceiver, makeCertificates, type Receiver, webhookIdsByMachine } from "../support/Receivers.js"
 import { tempDir } from "../support/TestServer.js"
 
 const burst = Number(process.env.BURST ?? 1_000)
@@ -71,15 +70,9 @@ describe("webhook deliveries across kill -9", () => {
         60_000
       )
       for (const [index, receiver] of receivers.entries()) {
-        const verifier = new Webhook(secrets[index]!)
-        const idsByMachine = new Map<string, Set<string>>()
-        for (const delivery of receiver.received) {
-          const payload = verifier.verify(delivery.body, delivery.headers) as any
-          const ids = idsByMachine.get(payload.data.id) ?? new Set()
-          ids.add(delivery.headers["webhook-id"]!)
-          idsByMachine.set(payload.data.id, ids)
+        for (const [machine, ids] of webhookIdsByMachine(receiver, secrets[index]!)) {
+          assert.strictEqual(ids.size, 1, `machine ${machine}: one webhook-id`)
         }
-        for (const [machine, ids] of idsByMachine) assert.strictEqual(ids.size, 1, `machine ${machine}: one webhook-id`)
       }
       console.log(
         `accepted before the kill: ${accepted.size}; delivered before the restart: ${deliveredBeforeRestart}; ` +

@@ -4,6 +4,7 @@ import * as NodeFs from "node:fs"
 import * as NodeHttp from "node:http"
 import * as NodeHttps from "node:https"
 import type * as NodeNet from "node:net"
+import { Webhook } from "standardwebhooks"
 import { makeCa } from "./Tls.js"
 
 export interface Received {
@@ -71,3 +72,19 @@ export const httpsReceiver = (certificates: ReturnType<typeof makeCertificates>,
     ;(receiver as { url: string }).url = yield* listen(server, "https", "localhost")
     return receiver
   })
+
+/**
+ * The webhook-ids a receiver saw per machine (the event's `data.id`), each delivery's signature
+ * checked with `secret`: a redelivery must reuse its event's id, so every set holds one.
+ */
+export const webhookIdsByMachine = (receiver: Receiver, secret: string) => {
+  const verifier = new Webhook(secret)
+  const idsByMachine = new Map<string, Set<string>>()
+  for (const delivery of receiver.received) {
+    const payload = verifier.verify(delivery.body, delivery.headers) as { readonly data: { readonly id: string } }
+    const ids = idsByMachine.get(payload.data.id) ?? new Set()
+    ids.add(delivery.headers["webhook-id"]!)
+    idsByMachine.set(payload.data.id, ids)
+  }
+  return idsByMachine
+}
