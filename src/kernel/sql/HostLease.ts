@@ -9,6 +9,7 @@
  * The lease runs on the real clock, not on svc's Clock service: it is liveness between processes,
  * and a test that moves the TestClock seven days ahead must not run 120,960 renewals on the way.
  */
+import { SqlClient } from "@effect/sql"
 import { Clock, Context, Data, Deferred, Effect, Layer } from "effect"
 import { AppConfig, hostSettingsOf } from "../config/AppConfig.js"
 import { svcVersion } from "../Version.js"
@@ -79,7 +80,11 @@ const make = Effect.gen(function*() {
       yield* Effect.logWarning("the host's lease could not be renewed; retrying", renewed.cause)
     }
   })
-  yield* renew.pipe(Effect.delay(`${renewSeconds} seconds`), Effect.forever, Effect.forkScoped)
+  // On SQLite the data dir's lock is the lease (one node): renewing it would be a committed write,
+  // an fsync, every 5 s of a homelab's idle day for nothing.
+  if ((yield* SqlClient.SqlClient).onDialectOrElse({ pg: () => true, orElse: () => false })) {
+    yield* renew.pipe(Effect.delay(`${renewSeconds} seconds`), Effect.forever, Effect.forkScoped)
+  }
 
   const refused = Effect.flatMap(Deferred.await(lost), Effect.die)
   const fence = Effect.flatMap(
