@@ -514,7 +514,11 @@ export const driverContract = (name: string, makeLayer: MakeDriverLayer) =>
           Effect.gen(function*() {
             if (driver.stats === undefined) return
             yield* run(driver, spec.id, sh("for i in 1 2 3; do nohup sleep 1000 >/dev/null 2>&1 & done"))
-            const live = yield* driver.stats(spec.id)
+            // A process in the middle of its exec shows an empty environ for an instant (the kernel
+            // installs the new memory before its variables), so the count is looked at until it holds.
+            const stats = driver.stats
+            yield* until(Effect.map(stats(spec.id), (now) => (now.processes ?? 0) >= 3))
+            const live = yield* stats(spec.id)
             assert.isTrue(live.running)
             assert.isAtLeast(live.processes ?? 0, 3)
             assert.isAbove(live.memoryBytes ?? 0, 0)
