@@ -163,6 +163,8 @@ const make = Effect.gen(function*() {
     error_code: null,
     created_at: accepted.now,
     completed_at: null,
+    // The push runs on the machine's host: its store is where the manifest and chunks will be.
+    host_id: accepted.machine.host_id ?? null,
     ...fields
   })
 

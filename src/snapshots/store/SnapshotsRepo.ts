@@ -24,6 +24,11 @@ export interface SnapshotRow {
   readonly error_code: string | null
   readonly created_at: number
   readonly completed_at: number | null
+  /**
+   * The host whose store holds the manifest and chunks (the machine's host when taken); null on
+   * rows from before hosts (migration 0025).
+   */
+  readonly host_id?: string | null
 }
 
 export type SnapshotPatch = Partial<
