@@ -1,6 +1,7 @@
 /** Machines (extensions.md §5): the resource, its settings, and the routes that accept operations. */
 import { HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
+import { hostIdPattern } from "../kernel/config/Readers.js"
 import { Roles } from "../kernel/domain/Access.js"
 import { MachineSize as Size, MachineState, StopReason } from "../kernel/domain/MachineStates.js"
 import { Authorization } from "../kernel/http/Authorization.js"
@@ -65,6 +66,9 @@ export type MachineDto = typeof MachineDto.Type
 export const MachineName = Schema.String.pipe(
   Schema.pattern(/^[a-z0-9-]{1,63}$/, { message: () => "1-63 characters of a-z, 0-9 and -" })
 )
+const HostId = Schema.String.pipe(
+  Schema.pattern(hostIdPattern, { message: () => "a host id: 1-63 characters of a-z, 0-9 and -" })
+)
 const Seconds = Schema.NullOr(Schema.Int.pipe(Schema.between(1, 30 * 24 * 3600)))
 
 export const CreateMachineRequest = RequestBody({
@@ -80,7 +84,9 @@ export const CreateMachineRequest = RequestBody({
   /** Run as `sh -c <script>` at the first boot, so one argument's limit. */
   setup_script: Schema.optionalWith(Schema.NullOr(MachineArgument), { default: () => null }),
   template: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null }),
-  start: Schema.optionalWith(Schema.Boolean, { default: () => true })
+  start: Schema.optionalWith(Schema.Boolean, { default: () => true }),
+  /** The host for the machine (docs/scale-out.md "Placement"); absent or null: svc places it. */
+  host: Schema.optional(Schema.NullOr(HostId))
 })
 export type CreateMachineRequest = typeof CreateMachineRequest.Type
 
@@ -231,7 +237,9 @@ export class MachinesApi extends HttpApiGroup.make("machines")
     Endpoint.post("create", "/v1/machines", {
       summary: "Create a machine",
       description: "Creates a machine, started unless `start` is false. `name` is unique among the organization's " +
-        "live machines. `template` (a name or an id) makes it from a template's disk. `setup_script` runs once " +
+        "live machines. `template` (a name or an id) makes it from a template's disk. `host` puts it on that live " +
+        "host (422 when no live host has that id); without it svc places it on the live host with the fewest " +
+        "running machines that has room. `setup_script` runs once " +
         "as `/bin/sh -c`, at the first boot; its result is on the create operation.\n\n" + accepted,
       policy: policy("C", "header", Roles.machineChangers),
       errors: [...acceptErrors, NameTaken, LimitExceeded, ...moneyErrors, SnapshotPending]

@@ -26,7 +26,6 @@ import { ResourceNotFound } from "../kernel/http/Errors.js"
 import { machineConflicts, NameTaken, RuntimeUnavailable } from "../kernel/http/MachineErrors.js"
 import { paginate } from "../kernel/http/Pagination.js"
 import { GroupCommit } from "../kernel/sql/GroupCommit.js"
-import { HostLease } from "../kernel/sql/HostLease.js"
 import { canonicalJson, makeIdempotency, type Requester } from "../kernel/sql/Idempotency.js"
 import { makeRowLocks } from "../kernel/sql/RowLocks.js"
 import { Limits } from "../limits/Limits.js"
@@ -34,6 +33,7 @@ import { MachineEnvironments } from "../runtime/MachineEnvironments.js"
 import { type MachinePatch, type MachineRow, MachinesRepo } from "../runtime/MachinesRepo.js"
 import { MachineSupervisor } from "../runtime/MachineSupervisor.js"
 import { OperationsRepo } from "../runtime/OperationsRepo.js"
+import { makePlacement } from "../runtime/Placement.js"
 import type { StoredRequestOf } from "../runtime/Requests.js"
 
 /**
@@ -46,7 +46,12 @@ export interface Origin<E> {
   /** What a repeated idempotency key is compared with: the route and its body. */
   readonly fingerprint: string
   readonly resolve: Effect.Effect<
-    { readonly source: { readonly kind: string; readonly id: string }; readonly request: StoredRequestOf<"create"> },
+    {
+      readonly source: { readonly kind: string; readonly id: string }
+      readonly request: StoredRequestOf<"create">
+      /** The host the new disk must be on (a fork's source; src/runtime/Placement.ts). */
+      readonly host?: string | null
+    },
     E
   >
 }
@@ -70,6 +75,8 @@ export interface NewMachine {
   readonly setup_script: string | null
   readonly template: string | null
   readonly start: boolean
+  /** The host asked for (`host`); absent: placement chooses (src/runtime/Placement.ts). */
+  readonly host?: string | null | undefined
 }
 
 /** The changes of a machine's life the audit log records (create, fork and restore: `create`). */
@@ -85,7 +92,7 @@ const make = Effect.gen(function*() {
   const limits = yield* Limits
   const environments = yield* MachineEnvironments
   const driver = yield* MachineDriver
-  const lease = yield* HostLease
+  const placement = yield* makePlacement
   /** Refuses before anything is recorded when this host cannot run machines (retry with the same key). */
   const runtimeReady = Effect.suspend(() =>
     driver.unavailable === undefined
@@ -226,6 +233,8 @@ const make = Effect.gen(function*() {
             boots: body.start
           })
           const resolved = origin === undefined ? undefined : yield* origin.resolve
+          // Last of the accept's locks: racing creates on other nodes see this one's machine.
+          const hostId = yield* placement.place(body.host ?? null, resolved?.host ?? null)
           const now = yield* Clock.currentTimeMillis
           const machineId = uuidv7()
           const operationId = uuidv7()
@@ -255,7 +264,7 @@ const make = Effect.gen(function*() {
             deleted_at: null,
             last_activity_at: null,
             ports: "[]",
-            host_id: lease.hostId
+            host_id: hostId
           }
           yield* machines.insert(row)
           yield* record(requester, fingerprint, {

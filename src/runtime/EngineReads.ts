@@ -17,6 +17,7 @@ const make = Effect.gen(function*() {
     machines: {
       find: machines.find,
       findIn: machines.findIn,
+      hostOf: machines.hostOf,
       countsByState: machines.countsByState,
       countRunning: machines.countRunning,
       countRunningBy: machines.countRunningBy,

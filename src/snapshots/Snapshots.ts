@@ -203,6 +203,14 @@ const make = Effect.gen(function*() {
     )
 
   /**
+   * The host a machine made from `snapshot` (a restore, a template) must be placed on: the one that
+   * holds its chunks, the host of the machine it was taken from. Null lets placement choose (once
+   * missing chunks are copied from the holder, any host will do).
+   */
+  const hostFor = (snapshot: SnapshotRow) =>
+    Effect.map(machineRows.hostOf(snapshot.machine_id), (host) => Option.getOrNull(host) ?? null)
+
+  /**
    * A fork or a restore: a new machine with its source machine's settings, accepted through
    * Machines.create with the route and body as fingerprint; `resolve` checks the source inside the accept.
    */
@@ -279,7 +287,12 @@ const make = Effect.gen(function*() {
               detail: `Fork of the source machine: ${conflictDetail("fork", conflict, now.state, now.projected_state)}`
             })
           }
-          return { source: { kind: "fork", id: source.id }, request: { ...settings, source_machine_id: source.id } }
+          return {
+            source: { kind: "fork", id: source.id },
+            request: { ...settings, source_machine_id: source.id },
+            // A fork copies the source's disk where it is.
+            host: now.host_id ?? null
+          }
         })),
 
     restore: (
@@ -303,7 +316,8 @@ const make = Effect.gen(function*() {
           }
           return {
             source: { kind: "snapshot", id: found.value.id },
-            request: { ...settings, snapshot_id: found.value.id }
+            request: { ...settings, snapshot_id: found.value.id },
+            host: yield* hostFor(found.value)
           }
         })),
 
@@ -322,7 +336,8 @@ const make = Effect.gen(function*() {
           }
           return {
             source: { kind: "template", id: template.id },
-            request: { ...body, template_snapshot_id: template.id }
+            request: { ...body, template_snapshot_id: template.id },
+            host: yield* hostFor(template)
           }
         })
       }),

@@ -8,7 +8,7 @@
  *
  * On SQLite every lock is nothing: its one writer already runs one transaction at a time.
  * Taken in this order when a transaction takes several (no two orders, no deadlock): an idempotency
- * key, then a machine, then an organization.
+ * key, then a machine, then an organization, then the placement (src/runtime/Placement.ts).
  */
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
