@@ -204,11 +204,13 @@ const make = Effect.gen(function*() {
 
   /**
    * The host a machine made from `snapshot` (a restore, a template) must be placed on: the one that
-   * holds its chunks, the host of the machine it was taken from. Null lets placement choose (once
-   * missing chunks are copied from the holder, any host will do).
+   * holds its chunks (the snapshot's `host_id`; rows from before it: its machine's host). Null lets
+   * placement choose: once missing chunks are copied from the holder, any host will do.
    */
   const hostFor = (snapshot: SnapshotRow) =>
-    Effect.map(machineRows.hostOf(snapshot.machine_id), (host) => Option.getOrNull(host) ?? null)
+    snapshot.host_id != null
+      ? Effect.succeed(snapshot.host_id)
+      : Effect.map(machineRows.hostOf(snapshot.machine_id), (host) => Option.getOrNull(host) ?? null)
 
   /**
    * A fork or a restore: a new machine with its source machine's settings, accepted through
