@@ -27,7 +27,7 @@ export const cancelGraceSeconds = 10
  */
 export const makeActors = (
   run: (operation: OperationRow) => Effect.Effect<void>,
-  /** Whether the machine is this node's host's: another host's machine is driven by its own node. */
+  /** Whether the machine is this node's host's: another host's machine is driven by its own node, which it tells. */
   owns: (machineId: string) => Effect.Effect<boolean>,
   cancels: ReadonlyMap<string, Running>,
   scope: Scope.Scope
@@ -39,7 +39,7 @@ export const makeActors = (
     /** The actor: drains the machine's open operations, then ends once nothing woke it meanwhile. */
     const actor = (machineId: string, self: Actor): Effect.Effect<void> =>
       Effect.gen(function*() {
-        // A machine accepted here for another host is woken there (its node's poll), not here.
+        // A machine accepted here for another host is driven there (`owns` tells its node), not here.
         if (!(yield* owns(machineId))) {
           if (actors.get(machineId) === self) actors.delete(machineId)
           return

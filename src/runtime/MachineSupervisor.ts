@@ -4,17 +4,17 @@
  * only wakes the fiber). No machine waits for another. An actor that dies is restarted alone. On
  * start, what was `running` becomes `uncertain` and every machine with open work is woken. Only the
  * machines of this node's host (its lease: src/kernel/sql/HostLease.ts): another host's are driven
- * by that host's node, which finds the operations accepted here by its poll.
+ * by that host's node, woken by a signal on the host's channel (`hostChannel`) after the accept's
+ * commit; a slow poll (`Signals.poll`) finds what a lost signal would have left waiting.
  *
  * Its parts: the actors' registry (Actors.ts), one operation's run (RunOperation.ts) with its
  * admission to the host (Admission.ts), and the writes that settle it (Settle.ts).
  */
-import { SqlClient } from "@effect/sql"
-import { Clock, Context, Deferred, Effect, Layer, Option } from "effect"
+import { Clock, Context, Deferred, Effect, Layer, Option, Queue } from "effect"
 import { MachineDriver } from "../drivers/MachineDriver.js"
+import { Signals } from "../kernel/events/Signals.js"
 import { GroupCommit } from "../kernel/sql/GroupCommit.js"
 import { HostLease } from "../kernel/sql/HostLease.js"
-import { onLiveClock } from "../kernel/sql/PgSession.js"
 import { makeActors } from "./Actors.js"
 import { makeAdmission } from "./Admission.js"
 import { stoppedOnItsOwn } from "./Apply.js"
@@ -42,17 +42,12 @@ export class MachineSupervisor extends Context.Tag("svc/runtime/MachineSuperviso
   MachineSupervisorShape
 >() {}
 
-/**
- * How often a node looks for its host's machines with work and no actor: the safety net that runs
- * operations another node accepted for this host. On SQLite every accept is this node's own and
- * wakes its actor directly, so it does not poll.
- */
-export const pollMillis = 1500
+/** The channel on which a host's node hears of work accepted elsewhere for its machines (payload: the machine id). */
+export const hostChannel = (hostId: string) => `host:${hostId}`
 
 const make = Effect.gen(function*() {
   const lease = yield* HostLease
   const { hostId } = lease
-  const sql = yield* SqlClient.SqlClient
   const commit = yield* GroupCommit
   const machines = yield* MachinesRepo
   const operations = yield* OperationsRepo
@@ -62,8 +57,14 @@ const make = Effect.gen(function*() {
   const settling = yield* makeSettling
   const { persist, record, recordStatus, reproject } = settling
   const run = yield* makeRun(settling, yield* makeAdmission(settling), cancels)
+  const signals = yield* Signals
+  /** Whether the machine is this host's; another host's node is told of its work (after the commit). */
   const owns = (machineId: string) =>
-    Effect.map(machines.hostOf(machineId), (host) => Option.isSome(host) && host.value === hostId)
+    Effect.flatMap(machines.hostOf(machineId), (host) => {
+      if (Option.isNone(host) || host.value === null) return Effect.succeed(false)
+      if (host.value === hostId) return Effect.succeed(true)
+      return Effect.as(signals.notify(hostChannel(host.value), machineId), false)
+    })
   const { abandonAfterGrace, wake, wakeIdle } = yield* makeActors(run, owns, cancels, scope)
 
   /** A recovery write, fenced like every other write that drives the host's machines. */
@@ -94,19 +95,27 @@ const make = Effect.gen(function*() {
     }
   }
 
+  // Work accepted on other nodes for this host's machines: listened to before recovery looks at the
+  // table, so nothing accepted meanwhile is missed. An empty payload (the signals' session was
+  // renewed: some may be lost) and the slow poll look for every machine with work and no actor.
+  const accepted = yield* signals.subscribe(hostChannel(hostId))
+  const wakeAllIdle = Effect.flatMap(operations.machinesWithOpenWork(hostId), wakeIdle).pipe(
+    Effect.catchAllCause((cause) => Effect.logWarning("the look for this host's work failed", cause))
+  )
+
   // Recovery: what was running can no longer be known; re-apply it, and wake every machine with work.
   yield* fenced(operations.markInterruptedUncertain(hostId))
   yield* Effect.forEach(yield* operations.machinesWithOpenWork(hostId), wake, { discard: true })
-  if (sql.onDialectOrElse({ pg: () => true, orElse: () => false })) {
-    // The wait is on the wall clock (a TestClock jump of days must not run a poll per 1.5 s of it);
-    // the wake itself keeps svc's Clock, which the actors it starts inherit.
-    yield* Effect.flatMap(operations.machinesWithOpenWork(hostId), wakeIdle).pipe(
-      Effect.catchAllCause((cause) => Effect.logWarning("the poll for this host's work failed", cause)),
-      Effect.zipLeft(onLiveClock(Effect.sleep(pollMillis))),
-      Effect.forever,
-      Effect.forkIn(scope)
-    )
-  }
+  yield* Effect.forkIn(
+    Effect.forever(
+      Effect.flatMap(Queue.take(accepted), (machineId) => machineId === "" ? wakeAllIdle : wake(machineId))
+    ),
+    scope
+  )
+  // The safety net; on SQLite every accept is this node's own and `poll` never completes. Its wait
+  // is on the wall clock (a TestClock jump of days must not run a poll per period of it); the wake
+  // itself keeps svc's Clock, which the actors it starts inherit.
+  yield* Effect.forkIn(Effect.forever(Effect.zipRight(signals.poll, wakeAllIdle)), scope)
 
   const cancel = (operation: OperationRow) =>
     Effect.gen(function*() {

@@ -15,7 +15,7 @@
  *   missed meanwhile). A node's own signals come back from the server and are passed over.
  */
 import { SqlClient } from "@effect/sql"
-import { Context, Duration, Effect, Layer, Queue, type Scope, Stream } from "effect"
+import { Context, Duration, Effect, FiberRef, Layer, Queue, type Scope, Stream } from "effect"
 import * as NodeCrypto from "node:crypto"
 import Pg from "pg"
 import { AppConfig } from "../config/AppConfig.js"
@@ -25,6 +25,11 @@ import * as PgSession from "../sql/PgSession.js"
 const bufferSize = 4096
 /** The safety net's period on PostgreSQL: a signal lost on the way delays its work at most this. */
 export const pollOnPostgres = Duration.seconds(10)
+/**
+ * The safety net's period for the Signals built in this fiber: `pollOnPostgres`. A test that must
+ * show a wake came by signal, not by the poll, builds its services with it `Duration.infinity`.
+ */
+export const pollPeriod = FiberRef.unsafeMake<Duration.Duration>(pollOnPostgres)
 
 export interface SignalsShape {
   /** Tells the listeners of `channel` on every node (`payload` "" by default: a plain wake). */
@@ -145,8 +150,9 @@ const acrossNodes = (url: string, local: ReturnType<typeof makeLocal>) =>
     )
     yield* Effect.forkScoped(PgSession.onLiveClock(Effect.forever(keep)))
 
+    const period = yield* FiberRef.get(pollPeriod)
     return local.shape(
-      PgSession.onLiveClock(Effect.sleep(pollOnPostgres)),
+      PgSession.onLiveClock(Effect.sleep(period)),
       (channel, payload) => {
         pending.set(`${channel} ${payload}`, [channel, payload])
         Queue.unsafeOffer(kicks, undefined)
