@@ -12,6 +12,7 @@ const order = [
   "agents/providers",
   "snapshots/store",
   "runtime",
+  "hosts",
   "ports",
   "operations",
   "terminals",

@@ -26,6 +26,7 @@ import { AlertsHandlers } from "./alerts/Http.js"
 import { Api } from "./Api.js"
 import { BillingHandlers } from "./billing/Http.js"
 import { EnvironmentsHandlers } from "./environments/Http.js"
+import { makeForwardProxy, withForwarding } from "./hosts/ForwardProxy.js"
 import { ApiKeysHandlers } from "./identity/ApiKeysHttp.js"
 import { DeviceHandlers } from "./identity/DeviceHttp.js"
 import { AuthHandlers } from "./identity/Http.js"
@@ -176,15 +177,19 @@ const closingWithin = (server: Server) => {
  * A Node HTTP server on `host` and `port` whose port proxy requests and upgrades go to the port
  * proxy (src/ports/Proxy.ts), and terminal WebSockets to src/terminals/Socket.ts, before the
  * Effect app sees them. The proxy looks first: on a port's own origin (`SVC_PORTS_URL`) every
- * path is the machine's, none is svc's.
+ * path is the machine's, none is svc's. Before all of them, a request that needs another host's
+ * node goes there (src/kernel/http/ForwardProxy.ts).
  */
 export const nodeServerOn = (options: { readonly host: string; readonly port: number }) =>
   Layer.unwrapEffect(
     Effect.map(
-      Effect.all([makePortProxy, makeTerminalSockets]),
-      ([proxy, terminals]) =>
+      Effect.all([makePortProxy, makeTerminalSockets, makeForwardProxy]),
+      ([proxy, terminals, forwarding]) =>
         NodeHttpServer.layer(
-          () => closingWithin(withPortProxy(withTerminalSockets(createServer(), terminals), proxy)),
+          () =>
+            closingWithin(
+              withForwarding(withPortProxy(withTerminalSockets(createServer(), terminals), proxy), forwarding)
+            ),
           options
         )
     )

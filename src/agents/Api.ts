@@ -7,7 +7,7 @@ import { MachineString, NullableTimestamp, QueryParams, RequestBody, Timestamp, 
 import { IdempotencyHeaders } from "../kernel/http/Dto.js"
 import { EventStream } from "../kernel/http/Dto.js"
 import { Endpoint } from "../kernel/http/Endpoint.js"
-import { acceptErrors, notRunningErrors } from "../kernel/http/ErrorLists.js"
+import { acceptErrors, liveHostErrors, notRunningErrors } from "../kernel/http/ErrorLists.js"
 import { ResourceNotFound } from "../kernel/http/Errors.js"
 import { GuestActionFailed } from "../kernel/http/MachineErrors.js"
 import { pageFields } from "../kernel/http/Pagination.js"
@@ -154,7 +154,15 @@ const turnChange = <
   Endpoint.post(name, path, {
     ...text,
     policy: routePolicy,
-    errors: [...acceptErrors, ConversationNotFound, ...notRunningErrors, GuestActionFailed, AgentsUnavailable, ...extra]
+    errors: [
+      ...acceptErrors,
+      ConversationNotFound,
+      ...notRunningErrors,
+      GuestActionFailed,
+      AgentsUnavailable,
+      ...liveHostErrors,
+      ...extra
+    ]
   })
     .setPath(MachinePath)
     .setHeaders(IdempotencyHeaders)
@@ -214,7 +222,7 @@ export class AgentsApi extends HttpApiGroup.make("agents")
         "events, each `id` the cursor after it (`Last-Event-ID` resumes), ending with an `idle` event once no " +
         "turn runs and every event was sent.",
       policy: changers,
-      errors: [ResourceNotFound, ConversationNotFound]
+      errors: [ResourceNotFound, ConversationNotFound, ...liveHostErrors]
     })
       .setPath(MachinePath)
       .setUrlParams(EventsParams)

@@ -4,6 +4,7 @@ import { Roles } from "../kernel/domain/Access.js"
 import { MachineSize, MachineState } from "../kernel/domain/MachineStates.js"
 import { NullableTimestamp, Timestamp, Uuid } from "../kernel/http/Dto.js"
 import { Endpoint } from "../kernel/http/Endpoint.js"
+import { liveHostErrors } from "../kernel/http/ErrorLists.js"
 import { ResourceNotFound } from "../kernel/http/Errors.js"
 import { policy } from "../kernel/http/Policy.js"
 
@@ -38,7 +39,7 @@ export const statsEndpoint = Endpoint.get("stats", "/v1/machines/:id/stats", {
     "that does not run answers 200 too, with its state, its CPU total, its disk while it has one, and null " +
     "for what only a running machine has. A figure the host cannot read is null.",
   policy: policy("R", "header", Roles.anyMember),
-  errors: [ResourceNotFound]
+  errors: [ResourceNotFound, ...liveHostErrors]
 })
   .setPath(Schema.Struct({ id: Uuid }))
   .addSuccess(MachineStatsDto)

@@ -6,6 +6,7 @@ import { OperationStatus, StopReason } from "../kernel/domain/MachineStates.js"
 import { Authorization } from "../kernel/http/Authorization.js"
 import { EventStream, NullableTimestamp, QueryParams, Timestamp, Uuid } from "../kernel/http/Dto.js"
 import { Endpoint } from "../kernel/http/Endpoint.js"
+import { liveHostErrors } from "../kernel/http/ErrorLists.js"
 import { ResourceNotFound } from "../kernel/http/Errors.js"
 import { pageFields } from "../kernel/http/Pagination.js"
 import { allowedWhileSuspended, policy } from "../kernel/http/Policy.js"
@@ -91,7 +92,7 @@ export class OperationsApi extends HttpApiGroup.make("operations")
         "`progress` (`{done_bytes, total_bytes}`), and a final `end`. Each `id` is persisted and monotonic; " +
         "`Last-Event-ID` resumes strictly after it.",
       policy: policy("R", "header", Roles.anyMember),
-      errors: [ResourceNotFound]
+      errors: [ResourceNotFound, ...liveHostErrors]
     })
       .setPath(OperationPath)
       .setHeaders(Schema.Struct({

@@ -10,24 +10,33 @@ import { Clock, Effect, Option } from "effect"
 import { SecretBox } from "./SecretBox.js"
 
 export const nodeHeader = "svc-node"
+/** A forwarded request's client address, signed with it (the receiver takes it for rate limits and audit). */
+export const nodeClientHeader = "svc-node-client"
 const purpose = "node request"
 /** How far the sender's clock may be from the receiver's. */
 const skewSeconds = 60
 
-const signedText = (method: string, pathWithQuery: string, hostId: string, at: number) =>
-  `${method.toUpperCase()} ${pathWithQuery} ${hostId} ${at}`
+// A client address is signed after the rest when there is one; none keeps the text of a chunk copy.
+const signedText = (method: string, pathWithQuery: string, hostId: string, at: number, client?: string) =>
+  `${method.toUpperCase()} ${pathWithQuery} ${hostId} ${at}${client === undefined ? "" : ` ${client}`}`
 
-/** The header value that signs `method pathWithQuery` as sent now by `hostId`. */
-export const signNodeRequest = (method: string, pathWithQuery: string, hostId: string) =>
+/**
+ * The header value that signs `method pathWithQuery` as sent now by `hostId`, with the client's
+ * address (`svc-node-client`) when the request is forwarded for one.
+ */
+export const signNodeRequest = (method: string, pathWithQuery: string, hostId: string, client?: string) =>
   Effect.gen(function*() {
     const box = yield* SecretBox
     const at = Math.floor((yield* Clock.currentTimeMillis) / 1000)
-    const mac = yield* box.sign(purpose, signedText(method, pathWithQuery, hostId, at))
+    const mac = yield* box.sign(purpose, signedText(method, pathWithQuery, hostId, at, client))
     return `${hostId}.${at}.${mac}`
   })
 
-/** The sending host of a request whose `svc-node` header is valid now; none for anything else. */
-export const verifyNodeRequest = (method: string, pathWithQuery: string, header: string | undefined) =>
+/**
+ * The sending host of a request whose `svc-node` header is valid now (for `client`, the
+ * `svc-node-client` it came with, if any); none for anything else.
+ */
+export const verifyNodeRequest = (method: string, pathWithQuery: string, header: string | undefined, client?: string) =>
   Effect.gen(function*() {
     const [hostId, atText, mac, ...rest] = (header ?? "").split(".")
     if (hostId === undefined || atText === undefined || mac === undefined || rest.length > 0) return Option.none()
@@ -35,6 +44,6 @@ export const verifyNodeRequest = (method: string, pathWithQuery: string, header:
     const now = Math.floor((yield* Clock.currentTimeMillis) / 1000)
     if (!Number.isSafeInteger(at) || Math.abs(now - at) > skewSeconds) return Option.none()
     const box = yield* SecretBox
-    const valid = yield* box.verify(purpose, signedText(method, pathWithQuery, hostId, at), mac)
+    const valid = yield* box.verify(purpose, signedText(method, pathWithQuery, hostId, at, client), mac)
     return valid ? Option.some(hostId) : Option.none()
   })

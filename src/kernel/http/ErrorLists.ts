@@ -1,6 +1,7 @@
 /** The error lists several endpoints declare, each written once: `errors: [...acceptErrors, NameTaken]`. */
 import { ResourceNotFound } from "./Errors.js"
 import {
+  HostUnavailable,
   IdempotencyConflict,
   MachineDeleted,
   MachineNotCreated,
@@ -17,3 +18,6 @@ export const notRunningErrors = [MachineNotRunning, MachineNotCreated, MachineDe
 
 /** Every state conflict a machine change can answer. */
 export const stateErrors = [...notRunningErrors, MachineNotStopped] as const
+
+/** A route served by the node of the machine's host (docs/scale-out.md "Forwarding"): 503 while it has none. */
+export const liveHostErrors = [HostUnavailable] as const

@@ -23,6 +23,16 @@ export class MachineNotStopped
   extends ProblemError<MachineNotStopped>()("machine_not_stopped", 409, "Machine not stopped")
 {}
 
+/**
+ * A request that needs the machine's live host (a live stream, a terminal, the port proxy, an agent
+ * turn, its stats) while no node holds that host: answered with `Retry-After` (docs/scale-out.md).
+ */
+export class HostUnavailable extends ProblemError<HostUnavailable>()(
+  "host_unavailable",
+  503,
+  "The machine's host is not available now"
+) {}
+
 export class NameTaken
   extends ProblemError<NameTaken>()("name_taken", 409, "Another live machine of the organization has this name")
 {}

@@ -39,4 +39,17 @@ describe("node requests", () => {
       assert.isTrue(Option.isNone(yield* verifyNodeRequest("GET", "/x", other)))
       assert.strictEqual(nodeHeader, "svc-node")
     }).pipe(Effect.provide(boxWith("shared"))))
+
+  it.effect("a forwarded client's address is signed: another address, or none, does not verify", () =>
+    Effect.gen(function*() {
+      yield* TestClock.adjust(1_800_000_000_000)
+      const header = yield* signNodeRequest("POST", "/v1/machines/m/agents/prompt", "host-a", "203.0.113.7")
+      assert.deepStrictEqual(
+        yield* verifyNodeRequest("POST", "/v1/machines/m/agents/prompt", header, "203.0.113.7"),
+        Option.some("host-a")
+      )
+      for (const client of ["203.0.113.8", undefined]) {
+        assert.isTrue(Option.isNone(yield* verifyNodeRequest("POST", "/v1/machines/m/agents/prompt", header, client)))
+      }
+    }).pipe(Effect.provide(boxWith("shared"))))
 })
