@@ -41,13 +41,15 @@ export const execBurstKilledMidway = (
 /**
  * After the restart: every exec answered 202 succeeded, and each machine's log holds each number
  * once, in order. An exec whose 202 was lost with the process may exist too: it is the next number.
- * `other` names execs of the test's own that are not part of the burst.
+ * `other` names execs of the test's own that are not part of the burst; `file` is where the burst
+ * appended (the process driver has no /workspace: a path relative to the machine's home there).
  */
 export const eachRanOnceInOrder = (
   api: Api,
   ids: ReadonlyArray<string>,
   answered: ReadonlyArray<ReadonlyArray<string>>,
-  other: ReadonlyArray<string> = []
+  other: ReadonlyArray<string> = [],
+  file = "/workspace/log"
 ) =>
   Effect.gen(function*() {
     for (const [index, id] of ids.entries()) {
@@ -61,7 +63,7 @@ export const eachRanOnceInOrder = (
       for (const operation of execs) yield* settled(api, operation.id, 60_000)
       assert.includeMembers(execs.map((operation: any) => operation.id), [...answered[index]!])
       assert.oneOf(execs.length - answered[index]!.length, [0, 1])
-      const log = yield* sh(api, id, "cat /workspace/log")
+      const log = yield* sh(api, id, `cat ${file}`)
       const lines = decode(log.exec_result.stdout_base64).trim().split("\n").map(Number)
       assert.deepStrictEqual(lines, Array.from({ length: execs.length }, (_, n) => n), `machine ${index}`)
     }
