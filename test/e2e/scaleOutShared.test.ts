@@ -54,6 +54,6 @@ describe("three nodes on PostgreSQL: state shared through the database", () => {
           .filter((machine: any) => machine.state !== "stopped")
         assert.isAtMost(running.length, limit, JSON.stringify(running.map((m: any) => [m.name, m.state])))
       }),
-    180_000
+    360_000
   )
 })
