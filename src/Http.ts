@@ -45,6 +45,7 @@ import { InvitationsHandlers, MembersHandlers } from "./organizations/Http.js"
 import { PagesLive } from "./pages/Live.js"
 import { PortsHandlers } from "./ports/Http.js"
 import { makePortProxy, withPortProxy } from "./ports/Proxy.js"
+import { ChunkRoutesLive } from "./snapshots/ChunkRoutes.js"
 import { SnapshotsHandlers } from "./snapshots/Http.js"
 import { TerminalsHandlers } from "./terminals/Http.js"
 import { makeTerminalSockets, withTerminalSockets } from "./terminals/Socket.js"
@@ -146,6 +147,8 @@ export const RoutesLive = Layer.unwrapEffect(
         ),
         Layer.provide(DocsLive),
         Layer.provide(PagesLive),
+        // Node-to-node only, outside the API and its OpenAPI document.
+        Layer.provide(ChunkRoutesLive),
         Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/v1/openapi.json" })),
         Layer.provide(ProblemsLive),
         Layer.provide(ApiLive),

@@ -5,16 +5,22 @@
  * repeat: a push whose manifest exists is answered from it, and a disk that exists was filled
  * whole (it appears by one rename).
  */
-import { Clock, Context, Effect, Layer, Option, Runtime } from "effect"
+import { SqlClient } from "@effect/sql"
+import { Clock, Context, Data, Effect, Layer, Option, Runtime, Schedule } from "effect"
 import * as NodeFs from "node:fs/promises"
 import * as NodePath from "node:path"
 import { DriverError, MachineDriver } from "../drivers/MachineDriver.js"
+import { AppConfig, hostSettingsOf } from "../kernel/config/AppConfig.js"
+import { nodeHeader, signNodeRequest } from "../kernel/crypto/NodeRequests.js"
+import { SecretBox } from "../kernel/crypto/SecretBox.js"
 import type { DomainEvent } from "../kernel/events/DomainEvents.js"
+import { HostsRepo } from "../kernel/sql/HostsRepo.js"
+import { copyMissing, NotOnHolder } from "../snapshots/store/ChunkCopy.js"
 import { CorruptChunk, NoManifest } from "../snapshots/store/ChunkStore.js"
 import { snapshotEvent } from "../snapshots/store/Events.js"
 import { syncFileSystem } from "../snapshots/store/Fsync.js"
 import { readyPatch } from "../snapshots/store/Manifest.js"
-import { SnapshotsRepo } from "../snapshots/store/SnapshotsRepo.js"
+import { type SnapshotRow, SnapshotsRepo } from "../snapshots/store/SnapshotsRepo.js"
 import { SnapshotStore } from "../snapshots/store/SnapshotStore.js"
 import { copyTree, removeTree } from "../snapshots/store/Tree.js"
 import type { MachineRow } from "./MachinesRepo.js"
@@ -59,8 +65,23 @@ const throttled = (hook: ProgressHook) =>
     }
   })
 
+/** The snapshot's holder has no live node, or did not answer: its chunks cannot be had now. */
+class HolderUnavailable extends Data.TaggedError("HolderUnavailable")<{ readonly reason: string }> {}
+
+/** How long a copy waits for the holder's node (a restart takes seconds) before the operation fails. */
+const holderPatience = Schedule.intersect(Schedule.spaced("2 seconds"), Schedule.recurs(30))
+
+/** Liveness between processes: the wall clock, not svc's Clock (a TestClock must not stall a copy). */
+const wallClock = Clock.make()
+
 const make = Effect.gen(function*() {
   const store = yield* SnapshotStore
+  const sql = yield* SqlClient.SqlClient
+  const hosts = yield* HostsRepo
+  const box = yield* SecretBox
+  const ownHost = hostSettingsOf(yield* AppConfig).hostId
+  // On SQLite one node holds every snapshot: a manifest missing there is missing.
+  const severalHosts = sql.onDialectOrElse({ pg: () => true, orElse: () => false })
   const snapshots = yield* SnapshotsRepo
   const machines = yield* MachinesRepo
   const driver = yield* MachineDriver
@@ -105,6 +126,52 @@ const make = Effect.gen(function*() {
         )
         : yield* copy
       yield* onProgress(total, total)
+    })
+
+  /** A GET of an internal path from `baseUrl`'s node, signed as this host: its bytes, or undefined on 404. */
+  const fetchSigned = (baseUrl: string) => async (path: string) => {
+    const url = new URL(`${baseUrl.replace(/\/$/, "")}${path}`)
+    const signature = await Effect.runPromise(
+      signNodeRequest("GET", url.pathname, ownHost).pipe(Effect.provideService(SecretBox, box))
+    )
+    const response = await fetch(url, { headers: { [nodeHeader]: signature }, signal: AbortSignal.timeout(60_000) })
+    if (response.status === 404) return undefined
+    if (!response.ok) throw new Error(`${url.pathname}: ${response.status} from the holder`)
+    return new Uint8Array(await response.arrayBuffer())
+  }
+
+  /**
+   * Copies what this host's store misses of `snapshot` from its holder's node (another host's),
+   * waiting up to a minute for that node to be live and to answer.
+   */
+  const copyFromHolder = (snapshot: SnapshotRow) =>
+    Effect.gen(function*() {
+      const holder = snapshot.host_id
+      if (!severalHosts || holder === null || holder === undefined || holder === ownHost) return
+      if (snapshot.manifest === null) return
+      if ((yield* Effect.promise(() => store.read(snapshot.id))) !== undefined) return
+      const manifest = snapshot.manifest
+      const attempt = Effect.gen(function*() {
+        const row = yield* hosts.find(holder)
+        const now = yield* Clock.currentTimeMillis
+        if (Option.isNone(row) || row.value.lease_expires_at < now) {
+          return yield* new HolderUnavailable({ reason: `host ${holder} has no live node` })
+        }
+        return yield* Effect.tryPromise({
+          try: () => copyMissing(store, snapshot.id, manifest, fetchSigned(row.value.internal_url)),
+          catch: (cause) =>
+            cause instanceof NotOnHolder || cause instanceof CorruptChunk
+              ? cause
+              : new HolderUnavailable({ reason: cause instanceof Error ? cause.message : String(cause) })
+        })
+      })
+      const copied = yield* attempt.pipe(
+        Effect.retry({ schedule: holderPatience, while: (error) => error instanceof HolderUnavailable }),
+        Effect.withClock(wallClock)
+      )
+      yield* Effect.logInfo("snapshot copied from its holder").pipe(
+        Effect.annotateLogs({ snapshot_id: snapshot.id, holder, chunks: copied.chunks, bytes: copied.bytes })
+      )
     })
 
   /** Settles a snapshot's row and answers its `snapshot.ready` or `snapshot.failed`, the row as written. */
@@ -180,6 +247,16 @@ const make = Effect.gen(function*() {
         const snapshotId = String(from.snapshot_id ?? from.template_snapshot_id)
         const snapshot = yield* snapshots.find(snapshotId)
         if (Option.isNone(snapshot) || snapshot.value.status !== "ready") return Option.some("no_snapshot")
+        const copied = yield* Effect.either(copyFromHolder(snapshot.value))
+        if (copied._tag === "Left") {
+          const cause = copied.left
+          yield* Effect.logWarning("snapshot copy from its holder failed", cause).pipe(
+            Effect.annotateLogs({ snapshot_id: snapshotId, holder: snapshot.value.host_id })
+          )
+          if (cause instanceof NotOnHolder) return Option.some("no_snapshot")
+          if (cause instanceof CorruptChunk) return Option.some("snapshot_corrupt")
+          return Option.some("host_unavailable")
+        }
         const report = yield* throttled(onProgress)
         const restored = yield* Effect.either(Effect.tryPromise(() => store.restore(snapshotId, target, report)))
         if (restored._tag === "Left") {

@@ -106,7 +106,7 @@ export class ChunkStore {
     return this
   }
 
-  private manifestPath(snapshotId: string) {
+  manifestPath(snapshotId: string) {
     if (!/^[0-9a-zA-Z-]+$/.test(snapshotId)) throw new Error(`invalid snapshot id ${snapshotId}`)
     return NodePath.join(this.manifests, `${snapshotId}.json`)
   }
@@ -115,7 +115,8 @@ export class ChunkStore {
     return NodePath.join(this.chunks, tier, key.slice(0, 2), key)
   }
 
-  private temporary() {
+  /** A new file name under `tmp`, emptied at start and by every collection. */
+  temporary() {
     return NodePath.join(this.tmp, `${process.pid}-${Date.now()}-${this.sequence++}`)
   }
 
@@ -273,6 +274,11 @@ export class ChunkStore {
       if (!(await syncFileSystem(partial))) throw new Error("could not sync the restored disk")
       await NodeFs.rename(partial, target)
     })
+  }
+
+  /** Runs `work` as a push does: no collection removes chunks meanwhile (a copy from another host). */
+  holding<A>(work: () => Promise<A>): Promise<A> {
+    return this.lock.shared(work)
   }
 
   /** Removes a snapshot's manifest; its chunks go at the next collection. */
