@@ -203,16 +203,6 @@ const make = Effect.gen(function*() {
     )
 
   /**
-   * The host a machine made from `snapshot` (a restore, a template) must be placed on: the one that
-   * holds its chunks (the snapshot's `host_id`; rows from before it: its machine's host). Null lets
-   * placement choose: once missing chunks are copied from the holder, any host will do.
-   */
-  const hostFor = (snapshot: SnapshotRow) =>
-    snapshot.host_id != null
-      ? Effect.succeed(snapshot.host_id)
-      : Effect.map(machineRows.hostOf(snapshot.machine_id), (host) => Option.getOrNull(host) ?? null)
-
-  /**
    * A fork or a restore: a new machine with its source machine's settings, accepted through
    * Machines.create with the route and body as fingerprint; `resolve` checks the source inside the accept.
    */
@@ -318,8 +308,9 @@ const make = Effect.gen(function*() {
           }
           return {
             source: { kind: "snapshot", id: found.value.id },
-            request: { ...settings, snapshot_id: found.value.id },
-            host: yield* hostFor(found.value)
+            // Any host: placement chooses, and the missing chunks are copied from the snapshot's
+            // holder (src/runtime/SnapshotWork.ts).
+            request: { ...settings, snapshot_id: found.value.id }
           }
         })),
 
@@ -338,8 +329,8 @@ const make = Effect.gen(function*() {
           }
           return {
             source: { kind: "template", id: template.id },
-            request: { ...body, template_snapshot_id: template.id },
-            host: yield* hostFor(template)
+            // Placed like any create; the template's chunks follow (src/runtime/SnapshotWork.ts).
+            request: { ...body, template_snapshot_id: template.id }
           }
         })
       }),
