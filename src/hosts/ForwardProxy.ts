@@ -171,9 +171,12 @@ export const makeForwardProxy = Effect.gen(function*() {
     const signed = claimed
       ? runSync(forwarding.signed(request.method ?? "GET", request.url ?? "/", request.headers))
       : { from: undefined, client: undefined }
-    // Nothing after this point reads a signature: the signed address is the connection's now.
-    delete request.headers[nodeHeader]
-    delete request.headers[nodeClientHeader]
+    // Nothing after this point reads a signature: the signed address is the connection's now. Except
+    // the node-only routes under /internal/ (src/snapshots/ChunkRoutes.ts), which check it themselves.
+    if (!(request.url ?? "").startsWith("/internal/")) {
+      delete request.headers[nodeHeader]
+      delete request.headers[nodeClientHeader]
+    }
     setPeer(request.socket, signed.client)
     const subject = forwarding.subjectOf(request)
     if (subject === undefined) return serveHere()
