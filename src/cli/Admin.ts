@@ -5,6 +5,7 @@ import { Accounts } from "../identity/Accounts.js"
 import { EmailAddress } from "../identity/Api.js"
 import { AuditLog, type AuditRow } from "../kernel/AuditLog.js"
 import * as AppConfig from "../kernel/config/AppConfig.js"
+import { hostDto, listHosts } from "../operator/Hosts.js"
 import { backupCommands } from "./Backup.js"
 import { withDataDir } from "./DataDirOption.js"
 import { installSystemd } from "./Systemd.js"
@@ -124,7 +125,60 @@ const audit = Command.make(
   )
 )
 
+/** Whether a process of this machine has the pid (on SQLite a host's node runs beside its data dir). */
+const pidAlive = (pid: number) => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (error) {
+    return (error as { code?: string }).code === "EPERM"
+  }
+}
+
+/**
+ * `svc admin hosts`: the hosts of the database (docs/scale-out.md), as `GET /v1/operator/hosts`
+ * lists them: a table, or `--json`. On SQLite the lease is never renewed, so the one host counts as
+ * live while its node's process runs.
+ */
+const hosts = Command.make(
+  "hosts",
+  {
+    json: Options.boolean("json").pipe(Options.withDescription("Print the JSON of GET /v1/operator/hosts")),
+    dataDir: Options.text("data-dir").pipe(
+      Options.withDescription("The data directory (default: SVC_DATA_DIR)"),
+      Options.optional
+    )
+  },
+  ({ dataDir, json }) =>
+    Effect.gen(function*() {
+      const onSqlite = (yield* AppConfig.AppConfig).postgresUrl === undefined
+      const items = (yield* listHosts((row) => onSqlite && pidAlive(Number(row.node_pid)))).map(hostDto)
+      if (json) return yield* Console.log(JSON.stringify({ items }))
+      const rows = [
+        ["HOST", "STATE", "RUNNING", "CAPACITY", "LEASE EXPIRES", "VERSION", "INTERNAL URL"],
+        ...items.map((host) => [
+          host.host_id,
+          host.state,
+          String(host.running_machines),
+          host.capacity === null ? "-" : String(host.capacity),
+          host.lease_expires_at,
+          host.version,
+          host.internal_url
+        ])
+      ]
+      const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)))
+      for (const row of rows) yield* Console.log(row.map((cell, i) => cell.padEnd(widths[i]!)).join("  ").trimEnd())
+    }).pipe(
+      Effect.provide(IdentityLive.pipe(Layer.provideMerge(AppConfig.layer))),
+      withDataDir(dataDir)
+    )
+).pipe(
+  Command.withDescription(
+    "List the hosts of the database: lease state, running machines, capacity, version (--json: the API's form)"
+  )
+)
+
 export const admin = Command.make("admin").pipe(
   Command.withDescription("Operator commands that act on the data directory"),
-  Command.withSubcommands([bootstrap, audit, ...backupCommands, installSystemd])
+  Command.withSubcommands([bootstrap, audit, hosts, ...backupCommands, installSystemd])
 )

@@ -1,7 +1,7 @@
 /**
  * The operator's routes (access O: the `X-Svc-Operator-Token` header only, 404 while
  * `SVC_OPERATOR_TOKEN` is unset): suspend and resume an organization, review the abuse guard's
- * flags. Every action is written to the audit log with the operator's name and reason.
+ * flags, list the hosts. Every action is written to the audit log with the operator's name and reason.
  */
 import { HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
@@ -71,6 +71,23 @@ export const ResolveAbuseFlagRequest = RequestBody({
   resolution: FlagResolution
 })
 
+export const HostDto = Schema.Struct({
+  host_id: Schema.String,
+  /** Where the other nodes reach the host's node. */
+  internal_url: Schema.String,
+  /** `live` while a node holds the host's lease; `expired` once it ended (its machines wait). */
+  state: Schema.Literal("live", "expired"),
+  lease_expires_at: Timestamp,
+  /** Machines that run, or will once their accepted operations have run. */
+  running_machines: Schema.Int,
+  /** `SVC_HOST_CAPACITY` of its node; null: unlimited. */
+  capacity: Schema.NullOr(Schema.Int),
+  /** The svc version of the node that last took the host. */
+  version: Schema.String
+}).annotations({ identifier: "HostDto" })
+
+export const HostList = Schema.Struct({ items: Schema.Array(HostDto) }).annotations({ identifier: "HostList" })
+
 const OrganizationPath = Schema.Struct({ organization_id: Uuid })
 const FlagPath = Schema.Struct({ flag_id: Uuid })
 const operatorOnly = policy("O")
@@ -128,10 +145,20 @@ export class OperatorApi extends HttpApiGroup.make("operator")
       .setPayload(ResolveAbuseFlagRequest)
       .addSuccess(AbuseFlagDto)
   )
+  .add(
+    Endpoint.get("listHosts", "/v1/operator/hosts", {
+      summary: "List hosts",
+      description: "Every host of the service by id, with its node's lease (`live` or `expired`), its running " +
+        "machines (those that will run once their accepted operations have run included) and its capacity. " +
+        "On one host, that host.",
+      policy: operatorOnly
+    })
+      .addSuccess(HostList)
+  )
   .middleware(Authorization)
   .annotate(
     OpenApi.Description,
-    "Operator: suspend and resume organizations, review the abuse guard's flags. Only the operator token " +
+    "Operator: suspend and resume organizations, review the abuse guard's flags, list the hosts. Only the operator token " +
       "(`X-Svc-Operator-Token`) opens these routes; they answer 404 while none is configured."
   )
 {}

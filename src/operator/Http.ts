@@ -4,7 +4,11 @@ import { Api } from "../Api.js"
 import { Authorization } from "../kernel/http/Authorization.js"
 import { iso, isoOrNull } from "../kernel/http/Dto.js"
 import { buildWithOnly } from "../kernel/Narrow.js"
+import { HostLease } from "../kernel/sql/HostLease.js"
+import { HostsRepo } from "../kernel/sql/HostsRepo.js"
+import { EngineReads } from "../runtime/EngineReads.js"
 import { AbuseFlags } from "./AbuseFlags.js"
+import { hostDto, listHosts } from "./Hosts.js"
 import type { AbuseFlagRow } from "./Repo.js"
 import { Suspensions, type SuspensionView } from "./Suspensions.js"
 
@@ -38,6 +42,9 @@ export const OperatorHandlers = HttpApiBuilder.group(Api, "operator", (handlers)
   Effect.gen(function*() {
     const suspensions = yield* Suspensions
     const flags = yield* AbuseFlags
+    const lease = yield* HostLease
+    // This node's host is live while it answers (on SQLite its lease is never renewed).
+    const hosts = listHosts((row) => row.host_id === lease.hostId)
     return handlers
       .handle("suspend", ({ path, payload }) =>
         Effect.map(suspensions.suspend(path.organization_id.toLowerCase(), payload), suspensionDto))
@@ -55,4 +62,5 @@ export const OperatorHandlers = HttpApiBuilder.group(Api, "operator", (handlers)
         ))
       .handle("resolveAbuseFlag", ({ path, payload }) =>
         Effect.map(flags.resolve(path.flag_id, payload), flagDto))
-  })).pipe(buildWithOnly(Authorization, AbuseFlags, Suspensions))
+      .handle("listHosts", () => Effect.map(hosts, (views) => ({ items: views.map(hostDto) })))
+  })).pipe(buildWithOnly(Authorization, AbuseFlags, Suspensions, HostLease, HostsRepo, EngineReads))

@@ -18,6 +18,7 @@ const make = Effect.gen(function*() {
       find: machines.find,
       findIn: machines.findIn,
       hostOf: machines.hostOf,
+      runningByHost: machines.runningByHost,
       countsByState: machines.countsByState,
       countRunning: machines.countRunning,
       countRunningBy: machines.countRunningBy,

@@ -207,6 +207,7 @@ export const roleSections: ReadonlyArray<Section> = [
       "POST /v1/operator/organizations/{organization_id}/suspend": operatorToken,
       "POST /v1/operator/organizations/{organization_id}/resume": operatorToken,
       "GET /v1/operator/abuse-flags": operatorToken,
+      "GET /v1/operator/hosts": operatorToken,
       "POST /v1/operator/abuse-flags/{flag_id}/resolve": operatorToken,
       "POST /v1/operator/billing/credits": operatorToken,
       "POST /v1/operator/billing/grants": operatorToken
