@@ -20,6 +20,7 @@ import * as Cgroups from "../src/drivers/sandbox/Cgroups.js"
 import { Accounts } from "../src/identity/Accounts.js"
 import { AppConfig, type AppConfigShape } from "../src/kernel/config/AppConfig.js"
 import { uuidv7 } from "../src/kernel/domain/Ids.js"
+import { HostLease } from "../src/kernel/sql/HostLease.js"
 import { makeAbuseGuard } from "../src/operator/AbuseGuard.js"
 import { MachinesRepo } from "../src/runtime/MachinesRepo.js"
 import { testConfig } from "../test/support/TestServer.js"
@@ -50,6 +51,8 @@ const main = Effect.gen(function*() {
 
   const owner = yield* Context.get(context, Accounts).bootstrap("bench@example.com")
   const repo = Context.get(context, MachinesRepo)
+  // The guard samples its own host's machines only.
+  const { hostId } = Context.get(context, HostLease)
   const ids: Array<string> = []
   const now = Date.now()
   for (let i = 0; i < machineCount; i++) {
@@ -82,7 +85,8 @@ const main = Effect.gen(function*() {
       stopped_at: null,
       deleted_at: null,
       last_activity_at: null,
-      ports: "[]"
+      ports: "[]",
+      host_id: hostId
     })
   }
 
@@ -108,7 +112,7 @@ const main = Effect.gen(function*() {
     plain()
     const plainTook = performance.now() - started
     started = performance.now()
-    yield* repo.runningBoots
+    yield* repo.runningBoots(hostId)
     const listTook = performance.now() - started
     // The first round warms both up (and sets the guard's baselines).
     if (round > 0) {

@@ -9,6 +9,7 @@ import { MachineDriver, type MachineUsage } from "../drivers/MachineDriver.js"
 import { AppConfig } from "../kernel/config/AppConfig.js"
 import { type SizeLimits, sizesOf } from "../kernel/config/MachineSizes.js"
 import { Gauges } from "../kernel/metrics/Gauges.js"
+import { HostLease } from "../kernel/sql/HostLease.js"
 import { type MachineRow, MachinesRepo, type RunningBoot } from "../runtime/MachinesRepo.js"
 import { Machines } from "./Machines.js"
 
@@ -34,16 +35,18 @@ const make = Effect.gen(function*() {
   const driver = yield* MachineDriver
   const machines = yield* Machines
   const repo = yield* MachinesRepo
+  const { hostId } = yield* HostLease
   const gauges = yield* Gauges
   const sizes = sizesOf(yield* AppConfig)
 
   /**
-   * Every running machine's use, read once per scrape: a scrape reads the series in the order they
+   * Every running machine's use on this node's host (another host's are read from its own node's
+   * /metrics), read once per scrape: a scrape reads the series in the order they
    * are registered, so the first one reads and the others take what it read.
    */
   let last: ReadonlyArray<readonly [RunningBoot, MachineUsage]> | undefined
   const readUsage = Effect.gen(function*() {
-    const boots = yield* repo.runningBoots
+    const boots = yield* repo.runningBoots(hostId)
     const rows = yield* Effect.forEach(boots, (boot) =>
       usageOf(driver, boot.id).pipe(
         Effect.map((usage) => [[boot, usage] as const]),

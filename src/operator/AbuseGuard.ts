@@ -7,6 +7,11 @@
  *
  * What it remembers between samples lives in memory: after a restart of svc a window starts again
  * (a machine gets at most one window more), which keeps a sample free of writes.
+ *
+ * Per host, not once-only: each node samples its own host's machines (their cgroups are on its
+ * host; the lease gives each host one node). The decision needs no lock of its own: the stop is
+ * accepted under the machine's row lock with a key naming the boot, so a second decision for the
+ * same window, from whatever node, replays the first stop and opens no second flag.
  */
 import { Effect, Either } from "effect"
 import { MachineDriver } from "../drivers/MachineDriver.js"
@@ -14,6 +19,7 @@ import { AppConfig, defaultAbuseGuard } from "../kernel/config/AppConfig.js"
 import { sizesOf } from "../kernel/config/MachineSizes.js"
 import { uuidv7 } from "../kernel/domain/Ids.js"
 import { Entitlements } from "../kernel/Entitlements.js"
+import { HostLease } from "../kernel/sql/HostLease.js"
 import { Machines } from "../machines/Machines.js"
 import { EngineReads, type RunningBoot } from "../runtime/EngineReads.js"
 import { AbuseFlags } from "./AbuseFlags.js"
@@ -31,6 +37,7 @@ export const makeAbuseGuard = Effect.gen(function*() {
   const settings = config.abuse ?? defaultAbuseGuard
   const sizes = sizesOf(config)
   const repo = (yield* EngineReads).machines
+  const { hostId } = yield* HostLease
   const driver = yield* MachineDriver
   const entitlements = yield* Entitlements
   const machines = yield* Machines
@@ -90,7 +97,7 @@ export const makeAbuseGuard = Effect.gen(function*() {
     let stopped = 0
     // Read synchronously per machine: each reading carries its own time, at no effect's cost.
     const clock = yield* Effect.clock
-    for (const machine of yield* repo.runningBoots) {
+    for (const machine of yield* repo.runningBoots(hostId)) {
       if (settings.scope !== "all" && !(yield* watches(machine.organization_id, tiers))) continue
       const cpu = yield* Effect.either(driver.cpuSeconds(machine.id))
       if (Either.isLeft(cpu)) continue

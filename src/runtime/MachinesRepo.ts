@@ -101,13 +101,16 @@ const make = Effect.gen(function*() {
       Effect.orDie
     ),
     /**
-     * Running machines with a boot, with only what the abuse guard's sample needs (a prepared
-     * statement over the `machines_running` index: 10,000 rows in a few milliseconds).
+     * The host's running machines with a boot, with only what the abuse guard's sample and the
+     * machines' gauges need: both read the host's own driver (a prepared statement over the
+     * `machines_running` index: 10,000 rows in a few milliseconds).
      */
-    runningBoots: prepared.all<RunningBoot>(
-      "SELECT id, organization_id, created_by, size, boot_id FROM machines WHERE state = 'running' " +
-        "AND boot_id IS NOT NULL"
-    ),
+    runningBoots: (hostId: string) =>
+      prepared.all<RunningBoot>(
+        "SELECT id, organization_id, created_by, size, boot_id FROM machines WHERE state = 'running' " +
+          "AND boot_id IS NOT NULL AND host_id = ?",
+        hostId
+      ),
     /** The host's machines that hold a slot of it (src/runtime/HostCapacity.ts). */
     runningIds: (hostId: string) =>
       sql<{ id: string }>`SELECT id FROM machines WHERE host_id = ${hostId}
