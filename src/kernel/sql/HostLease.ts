@@ -3,8 +3,10 @@
  * bumped, so a node restarted after kill -9 takes its host back at once and the dead one's writes
  * are fenced off), renewed every `renewSeconds`. A renewal that changes no row (another node took the
  * host) or none that succeeds before the lease ends loses it; so does a fenced transaction that finds
- * the epoch moved on. A lost lease is final: every later fenced transaction fails before it writes,
- * and the server exits (`exitOnLoss`).
+ * the epoch moved on, or that runs once the lease ended (a node paused past it, by SIGSTOP or a
+ * stalled VM, must not drive on when it wakes: the other nodes took the host for dead meanwhile).
+ * A lost lease is final: every later fenced transaction fails before it writes, and the server
+ * exits (`exitOnLoss`).
  *
  * The lease runs on the real clock, not on svc's Clock service: it is liveness between processes,
  * and a test that moves the TestClock seven days ahead must not run 120,960 renewals on the way.
@@ -65,8 +67,15 @@ const make = Effect.gen(function*() {
 
   const lose = (reason: string) => Deferred.succeed(lost, new HostLost({ hostId, reason }))
 
+  // On SQLite the data dir's lock is the lease (one node): renewing it would be a committed write,
+  // an fsync, every 5 s of a homelab's idle day for nothing. So it never ends there either.
+  const renews = (yield* SqlClient.SqlClient).onDialectOrElse({ pg: () => true, orElse: () => false })
+  const ended = Effect.map(Clock.currentTimeMillis, (now) => renews && now >= expiresAt)
+  const endedReason = "the lease ended before it was renewed (the process was paused or starved)"
+
   const renew = Effect.gen(function*() {
     if (yield* Deferred.isDone(lost)) return
+    if (yield* ended) return yield* lose(endedReason)
     const now = yield* Clock.currentTimeMillis
     const renewed = yield* Effect.exit(hosts.renew(hostId, epoch, now + leaseSeconds * 1000))
     if (renewed._tag === "Success") {
@@ -80,9 +89,7 @@ const make = Effect.gen(function*() {
       yield* Effect.logWarning("the host's lease could not be renewed; retrying", renewed.cause)
     }
   })
-  // On SQLite the data dir's lock is the lease (one node): renewing it would be a committed write,
-  // an fsync, every 5 s of a homelab's idle day for nothing.
-  if ((yield* SqlClient.SqlClient).onDialectOrElse({ pg: () => true, orElse: () => false })) {
+  if (renews) {
     yield* renew.pipe(Effect.delay(`${renewSeconds} seconds`), Effect.forever, Effect.forkScoped)
   }
 
@@ -92,10 +99,13 @@ const make = Effect.gen(function*() {
     (done) =>
       done ?
         refused :
-        Effect.flatMap(
-          hosts.held(hostId, epoch),
-          (held) => held ? Effect.void : Effect.zipRight(lose(`a newer epoch than ${epoch} holds it`), refused)
-        )
+        Effect.flatMap(Effect.withClock(ended, wallClock), (over) =>
+          over ?
+            Effect.zipRight(lose(endedReason), refused) :
+            Effect.flatMap(
+              hosts.held(hostId, epoch),
+              (held) => held ? Effect.void : Effect.zipRight(lose(`a newer epoch than ${epoch} holds it`), refused)
+            ))
   )
   return HostLease.of({ hostId, epoch, fence, lost, renew: Effect.withClock(renew, wallClock) })
 }).pipe(Effect.withClock(wallClock))

@@ -7,11 +7,17 @@
  *   better-sqlite3 reads them;
  * - its `notify` sends `NOTIFY chan, $1`, which PostgreSQL refuses (NOTIFY takes no parameters):
  *   `notify` here is `SELECT pg_notify($1, $2)`.
+ *
+ * Sessions idle inside a transaction for longer than a host's lease are ended by the server
+ * (`idle_in_transaction_session_timeout`, unless the URL sets it): a node paused mid-transaction
+ * (SIGSTOP, a stalled VM) would otherwise hold its row locks, and every other node's accepts for
+ * that machine would wait on them until it woke.
  */
 import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer, Redacted } from "effect"
 import Pg from "pg"
+import { leaseSeconds } from "./HostLease.js"
 
 const int8 = 20
 const numeric = 1700
@@ -31,10 +37,18 @@ export interface PostgresOptions {
   readonly applicationName?: string
 }
 
+const idleInTransaction = "idle_in_transaction_session_timeout"
+
+/** `url` with the server ending sessions idle in a transaction past a lease (node-postgres reads it from the URL). */
+const withIdleLimit = (url: string) =>
+  new RegExp(`[?&]${idleInTransaction}=`).test(url)
+    ? url
+    : `${url}${url.includes("?") ? "&" : "?"}${idleInTransaction}=${leaseSeconds * 1000}`
+
 /** The SqlClient (and PgClient) of a PostgreSQL database. */
 export const layer = (options: PostgresOptions): Layer.Layer<PgClient.PgClient | SqlClient.SqlClient, unknown> =>
   PgClient.layer({
-    url: Redacted.make(options.url),
+    url: Redacted.make(withIdleLimit(options.url)),
     maxConnections: options.maxConnections ?? 10,
     applicationName: options.applicationName ?? "svc",
     types
