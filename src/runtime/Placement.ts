@@ -4,10 +4,10 @@
  * racing on several nodes each see the machines the others placed: the counts it reads are the
  * committed `projected_state = 'running'` rows, which include every accepted create that boots.
  *
- * A requested `host` must be a live host (422 otherwise); a pinned host (a fork's source, a
- * template's holder) wins over the choice. Otherwise: the live host with the fewest running
+ * A requested `host` must be a live host (422 otherwise); a pinned host (a fork's source) wins
+ * over the choice. Otherwise: the live host with the fewest running
  * machines that has room (`hosts.capacity`, null: unlimited), ties to the accepting node's host,
- * then by id. With no live host with room the create is still accepted (as on one host, where a
+ * then by id. A host of capacity 0 (drained) is never chosen. With no live host with room the create is still accepted (as on one host, where a
  * full host queues the boot): the least loaded live host takes it, and its start queue
  * (SVC_HOST_MAX_RUNNING, src/runtime/HostCapacity.ts) boots it or fails it with `no_capacity`.
  * On SQLite there is one host, this node's.
@@ -68,7 +68,8 @@ export const makePlacement = Effect.gen(function*() {
 
   /** The best live host with room; with none, the best live one (its start queue decides). */
   const choose = (all: ReadonlyArray<HostLoad>) => {
-    const live = all.filter((load) => load.live)
+    // A host with capacity 0 is being drained: it takes a machine only when asked for by name.
+    const live = all.filter((load) => load.live && load.host.capacity !== 0)
     const roomy = live.filter(hasRoom)
     const ranked = [...(roomy.length > 0 ? roomy : live)].sort(better)
     return ranked[0]?.host.host_id ?? own

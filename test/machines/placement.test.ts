@@ -85,6 +85,24 @@ describe("placement", () => {
     120_000
   )
 
+  it.scoped(
+    "with no room anywhere, the least loaded live host takes it, never a drained one (capacity 0)",
+    () =>
+      Effect.gen(function*() {
+        const { a, b } = yield* twoNodes({ hostCapacity: 1 })
+        if (b === undefined) return
+        yield* fakeHost(a, "h-drained", 0, hour)
+        const alice = yield* owner(a, "alice@example.com")
+        const placed: Array<string> = []
+        for (let i = 0; i < 3; i++) {
+          const answer = yield* Context.get(a, Machines).create(alice, newMachine(`d${i}`, true))
+          placed.push(yield* hostOf(a, answer.machine_id))
+        }
+        assert.deepStrictEqual(placed, ["node-a", "node-b", "node-a"])
+      }),
+    120_000
+  )
+
   it.scoped("creates racing from two nodes spread evenly and never overfill a host", () =>
     Effect.gen(function*() {
       const { a, b } = yield* twoNodes()

@@ -219,7 +219,7 @@ const load = Effect.gen(function*() {
     ),
     hostCapacity: Option.getOrUndefined(
       yield* Config.integer("SVC_HOST_CAPACITY").pipe(
-        Config.validate({ message: "must be at least 1", validation: (n) => n >= 1 }),
+        Config.validate({ message: "must be 0 (drained) or more", validation: (n) => n >= 0 }),
         Config.option
       )
     ),
@@ -259,21 +259,21 @@ const load = Effect.gen(function*() {
     sizes: yield* sizesSetting,
     capacity: {
       maxRunning: yield* Config.integer("SVC_HOST_MAX_RUNNING").pipe(
-        Config.validate({ message: "must be at least 1", validation: (n) => n >= 1 }),
+        Config.validate({ message: "must be 0 (drained) or more", validation: (n) => n >= 0 }),
         Config.withDefault(defaultHostCapacity().maxRunning)
       ),
       queueSeconds: yield* Config.integer("SVC_START_QUEUE_SECONDS").pipe(
-        Config.validate({ message: "must be at least 1", validation: (n) => n >= 1 }),
+        Config.validate({ message: "must be 0 (drained) or more", validation: (n) => n >= 0 }),
         Config.withDefault(defaultHostCapacity().queueSeconds)
       )
     },
     snapshots: {
       perMachine: yield* Config.integer("SVC_SNAPSHOTS_PER_MACHINE").pipe(
-        Config.validate({ message: "must be at least 1", validation: (n) => n >= 1 }),
+        Config.validate({ message: "must be 0 (drained) or more", validation: (n) => n >= 0 }),
         Config.withDefault(defaultSnapshotSettings.perMachine)
       ),
       templatesPerOrganization: yield* Config.integer("SVC_TEMPLATES_PER_ORGANIZATION").pipe(
-        Config.validate({ message: "must be at least 1", validation: (n) => n >= 1 }),
+        Config.validate({ message: "must be 0 (drained) or more", validation: (n) => n >= 0 }),
         Config.withDefault(defaultSnapshotSettings.templatesPerOrganization)
       )
     },
@@ -286,7 +286,7 @@ const load = Effect.gen(function*() {
         Config.withDefault(defaultAbuseGuard.scope)
       ),
       sampleSeconds: yield* Config.integer("SVC_ABUSE_SAMPLE_SECONDS").pipe(
-        Config.validate({ message: "must be at least 1", validation: (n) => n >= 1 }),
+        Config.validate({ message: "must be 0 (drained) or more", validation: (n) => n >= 0 }),
         Config.withDefault(defaultAbuseGuard.sampleSeconds)
       ),
       cpuPermille: yield* Config.integer("SVC_ABUSE_CPU_PERMILLE").pipe(
@@ -294,7 +294,7 @@ const load = Effect.gen(function*() {
         Config.withDefault(defaultAbuseGuard.cpuPermille)
       ),
       windowSeconds: yield* Config.integer("SVC_ABUSE_WINDOW_SECONDS").pipe(
-        Config.validate({ message: "must be at least 1", validation: (n) => n >= 1 }),
+        Config.validate({ message: "must be 0 (drained) or more", validation: (n) => n >= 0 }),
         Config.withDefault(defaultAbuseGuard.windowSeconds)
       )
     },

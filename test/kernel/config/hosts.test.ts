@@ -31,7 +31,8 @@ describe("host settings", () => {
       for (const wrong of ["Host", "a.b", "a_b", "", "x".repeat(64)]) {
         assert.include(yield* failureOf({ SVC_HOST_ID: wrong }), "SVC_HOST_ID")
       }
-      assert.include(yield* failureOf({ SVC_HOST_CAPACITY: "0" }), "SVC_HOST_CAPACITY")
+      assert.include(yield* failureOf({ SVC_HOST_CAPACITY: "-1" }), "SVC_HOST_CAPACITY")
+      assert.include(yield* failureOf({ SVC_HOST_CAPACITY: "two" }), "SVC_HOST_CAPACITY")
       assert.include(yield* failureOf({ SVC_INTERNAL_URL: "not a url" }), "SVC_INTERNAL_URL")
     }))
 })
