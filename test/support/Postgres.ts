@@ -2,7 +2,9 @@
  * A real PostgreSQL server for tests (Debian's `postgresql` package, as CI installs it): a cluster
  * made by `initdb` in a folder of the test's own, run as the `postgres` user when the tests run as
  * root (initdb refuses root), listening on a free loopback port and on a socket in that folder.
- * Durability settings are off (fsync, synchronous commit): a test kills svc, never the kernel.
+ * fsync is off (a test kills svc or PostgreSQL, never the kernel: what reached the OS survives);
+ * synchronous commit stays on, as svc's docs ask: with it off, a commit PostgreSQL acknowledged can
+ * still sit in its WAL buffers, and a test that stops the server like a crash lost a 202'd exec.
  * Each test asks for a database of its own; the server is stopped and removed with the scope.
  */
 import { Effect, type Scope } from "effect"
@@ -46,7 +48,6 @@ const settings = (dir: string, port: number, tcp: boolean) =>
     `-c listen_addresses=${tcp ? "127.0.0.1" : "''"}`,
     `-c unix_socket_directories=${dir}`,
     "-c fsync=off",
-    "-c synchronous_commit=off",
     "-c full_page_writes=off",
     "-c max_connections=300"
   ].join(" ")
