@@ -7,7 +7,7 @@
  * A requested `host` must be a live host (422 otherwise); a pinned host (a fork's source) wins
  * over the choice. Otherwise: the live host with the fewest running
  * machines that has room (`hosts.capacity`, null: unlimited), ties to the accepting node's host,
- * then by id. A host of capacity 0 (drained) is never chosen. With no live host with room the create is still accepted (as on one host, where a
+ * then by id. A host of capacity 0 (drained) is never chosen, nor may a create name it. With no live host with room the create is still accepted (as on one host, where a
  * full host queues the boot): the least loaded live host takes it, and its start queue
  * (SVC_HOST_MAX_RUNNING, src/runtime/HostCapacity.ts) boots it or fails it with `no_capacity`.
  * On SQLite there is one host, this node's.
@@ -68,7 +68,7 @@ export const makePlacement = Effect.gen(function*() {
 
   /** The best live host with room; with none, the best live one (its start queue decides). */
   const choose = (all: ReadonlyArray<HostLoad>) => {
-    // A host with capacity 0 is being drained: it takes a machine only when asked for by name.
+    // A host with capacity 0 is being drained: it takes no new machine.
     const live = all.filter((load) => load.live && load.host.capacity !== 0)
     const roomy = live.filter(hasRoom)
     const ranked = [...(roomy.length > 0 ? roomy : live)].sort(better)
@@ -92,6 +92,8 @@ export const makePlacement = Effect.gen(function*() {
           const found = all.find((load) => load.host.host_id === requested)
           if (found === undefined) return yield* badHost(`no host ${requested} is known`)
           if (!found.live) return yield* badHost(`host ${requested} has no live node`)
+          // A drained host takes nothing new, whoever asks: a tenant naming it must not undo a drain.
+          if (found.host.capacity === 0) return yield* badHost(`host ${requested} takes no new machines (drained)`)
           if (pinned !== null && pinned !== requested) {
             return yield* badHost(`the machine's disk must be on host ${pinned}`)
           }

@@ -99,6 +99,13 @@ describe("placement", () => {
           placed.push(yield* hostOf(a, answer.machine_id))
         }
         assert.deepStrictEqual(placed, ["node-a", "node-b", "node-a"])
+        // Naming the drained host does not undo the drain: a 422 on `host`, nothing recorded.
+        const before = yield* count(a, "machines")
+        assert.deepStrictEqual(
+          yield* refusal(Context.get(a, Machines).create(alice, { ...newMachine("d-named", true), host: "h-drained" })),
+          ["host"]
+        )
+        assert.strictEqual(yield* count(a, "machines"), before)
       }),
     120_000
   )
